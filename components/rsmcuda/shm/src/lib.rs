@@ -1,0 +1,1 @@
+//! rsmcuda shared memory: the segment and the lock-free multi-writer FIFOs inside it (raw)

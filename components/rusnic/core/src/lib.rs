@@ -1,0 +1,1 @@
+//! rusnic protocol core: reliable, ordered, windowed delivery over unreliable datagrams (sans-IO)

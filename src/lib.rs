@@ -1,0 +1,1 @@
+//! mca-harness: launches real `mpirun` jobs against MCA components (in progress).
