@@ -1,0 +1,208 @@
+//! Build-time discovery of the Open MPI installation our components are built against.
+//!
+//! Bindings must come from the `opal_config.h` of the Open MPI that will load us
+//! (`OPAL_ENABLE_DEBUG` and `OPAL_CUDA_SUPPORT` change struct layouts), so every
+//! build script asks this crate rather than guessing paths.
+//!
+//! Selection: `OMPI_PREFIX=<prefix>` uses `<prefix>/bin/mpicc`; otherwise the
+//! `mpicc` found in `PATH`. Everything else is asked of that wrapper compiler
+//! (`--showme:incdirs`, `--showme:libdirs`) and of the `ompi_info` beside it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One Open MPI installation, as its own wrapper compiler describes it.
+#[derive(Debug, Clone)]
+pub struct OmpiInstall {
+    /// The wrapper compiler used to compile C test programs and shims.
+    pub mpicc: PathBuf,
+    /// `ompi_info` of the same installation.
+    pub ompi_info: PathBuf,
+    /// `mpirun` of the same installation.
+    pub mpirun: PathBuf,
+    /// Include directories, in the order `mpicc --showme:incdirs` gives them.
+    pub include_dirs: Vec<PathBuf>,
+    /// Library directories (`mpicc --showme:libdirs`).
+    pub lib_dirs: Vec<PathBuf>,
+    /// The directory holding `opal_config.h` and the internal `opal/`, `ompi/` trees.
+    pub devel_include_dir: PathBuf,
+    /// `(major, minor, release)` read from `opal/version.h`.
+    pub version: (u32, u32, u32),
+}
+
+/// What went wrong while locating Open MPI, worded for the person running the build.
+#[derive(Debug)]
+pub struct LocateError(pub String);
+
+impl std::fmt::Display for LocateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LocateError {}
+
+const HEADER_HINT: &str = "The Open MPI internal (devel) headers are required. On Debian/Ubuntu \
+     install `libopenmpi-dev` (run configure-support/setup); for an Open MPI built from source, \
+     configure it with `--with-devel-headers` and point OMPI_PREFIX at its prefix.";
+
+fn run(cmd: &Path, args: &[&str]) -> Result<String, LocateError> {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| LocateError(format!("cannot run `{} {}`: {e}", cmd.display(), args.join(" "))))?;
+    if !out.status.success() {
+        return Err(LocateError(format!(
+            "`{} {}` failed: {}",
+            cmd.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+fn tool_beside(mpicc: &Path, name: &str) -> PathBuf {
+    let sibling = mpicc.with_file_name(name);
+    if sibling.is_file() {
+        sibling
+    } else {
+        find_in_path(name).unwrap_or(sibling)
+    }
+}
+
+/// Parses `#define NAME <number>` out of a header's text.
+pub fn define_value(header_text: &str, name: &str) -> Option<u32> {
+    header_text.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        (words.next() == Some("#define") && words.next() == Some(name))
+            .then(|| words.next()?.parse().ok())
+            .flatten()
+    })
+}
+
+/// Finds the Open MPI installation selected by `OMPI_PREFIX` or `PATH`.
+pub fn locate() -> Result<OmpiInstall, LocateError> {
+    let mpicc = match std::env::var_os("OMPI_PREFIX") {
+        Some(prefix) if !prefix.is_empty() => {
+            let candidate = Path::new(&prefix).join("bin").join("mpicc");
+            if !candidate.is_file() {
+                return Err(LocateError(format!(
+                    "OMPI_PREFIX={} has no bin/mpicc; point it at an Open MPI installation prefix",
+                    candidate.parent().and_then(Path::parent).unwrap_or(Path::new("?")).display()
+                )));
+            }
+            candidate
+        }
+        _ => find_in_path("mpicc").ok_or_else(|| {
+            LocateError(format!(
+                "no `mpicc` in PATH and OMPI_PREFIX is not set: cannot find Open MPI. {HEADER_HINT}"
+            ))
+        })?,
+    };
+    let split = |text: String| -> Vec<PathBuf> { text.split_whitespace().map(PathBuf::from).collect() };
+    let include_dirs = split(run(&mpicc, &["--showme:incdirs"])?);
+    let lib_dirs = split(run(&mpicc, &["--showme:libdirs"])?);
+
+    let devel_include_dir = include_dirs
+        .iter()
+        .flat_map(|dir| [dir.clone(), dir.join("openmpi")])
+        .find(|dir| dir.join("opal/mca/btl/btl.h").is_file() && dir.join("opal_config.h").is_file())
+        .ok_or_else(|| {
+            LocateError(format!(
+                "Open MPI found through {} but its devel headers (opal_config.h, \
+                 opal/mca/btl/btl.h) are not under {:?}. {HEADER_HINT}",
+                mpicc.display(),
+                include_dirs
+            ))
+        })?;
+
+    let version_h = std::fs::read_to_string(devel_include_dir.join("opal/version.h"))
+        .map_err(|e| LocateError(format!("cannot read opal/version.h: {e}. {HEADER_HINT}")))?;
+    let part = |name| {
+        define_value(&version_h, name)
+            .ok_or_else(|| LocateError(format!("opal/version.h defines no {name}")))
+    };
+    let version = (
+        part("OPAL_MAJOR_VERSION")?,
+        part("OPAL_MINOR_VERSION")?,
+        part("OPAL_RELEASE_VERSION")?,
+    );
+    if version.0 != 4 {
+        return Err(LocateError(format!(
+            "Open MPI {}.{}.{} at {}: these components implement the 4.x BTL 3.1 / MTL 2.0 \
+             interfaces and need Open MPI 4.x",
+            version.0,
+            version.1,
+            version.2,
+            mpicc.display()
+        )));
+    }
+    Ok(OmpiInstall {
+        ompi_info: tool_beside(&mpicc, "ompi_info"),
+        mpirun: tool_beside(&mpicc, "mpirun"),
+        mpicc,
+        include_dirs,
+        lib_dirs,
+        devel_include_dir,
+        version,
+    })
+}
+
+impl OmpiInstall {
+    /// The version as the runtime's `opal_version_string` spells it ("4.1.4").
+    pub fn version_string(&self) -> String {
+        format!("{}.{}.{}", self.version.0, self.version.1, self.version.2)
+    }
+
+    /// The directory `ompi_info` loads components from (`ompi_info --path pkglibdir`).
+    pub fn component_dir(&self) -> Result<PathBuf, LocateError> {
+        let text = run(&self.ompi_info, &["--path", "pkglibdir", "--parsable"])?;
+        text.lines()
+            .find_map(|line| line.strip_prefix("path:pkglibdir:"))
+            .map(|dir| PathBuf::from(dir.trim()))
+            .ok_or_else(|| LocateError(format!("ompi_info printed no pkglibdir: {text}")))
+    }
+
+    /// Tells cargo when a build script that used this installation must run again.
+    pub fn emit_rerun_hints(&self) {
+        println!("cargo:rerun-if-env-changed=OMPI_PREFIX");
+        println!("cargo:rerun-if-env-changed=PATH");
+        println!("cargo:rerun-if-changed={}", self.devel_include_dir.join("opal_config.h").display());
+    }
+}
+
+/// For build scripts: locate Open MPI or stop the build with the reason.
+pub fn require() -> OmpiInstall {
+    match locate() {
+        Ok(install) => {
+            install.emit_rerun_hints();
+            install
+        }
+        Err(e) => {
+            // A build script communicates failure by exiting non-zero; cargo shows stderr.
+            eprintln!("error: {e}");
+            println!("cargo:warning={e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::define_value;
+
+    #[test]
+    fn define_value_reads_numbers_and_ignores_lookalikes() {
+        let text = "#define OPAL_MAJOR_VERSION_X 9\n#define OPAL_MAJOR_VERSION 4\n";
+        assert_eq!(define_value(text, "OPAL_MAJOR_VERSION"), Some(4));
+        assert_eq!(define_value(text, "OPAL_MINOR_VERSION"), None);
+    }
+}

@@ -1,0 +1,103 @@
+//! Generates bindings over the Open MPI that `ompi-build` locates (OMPI_PREFIX or
+//! the `mpicc` in PATH), compiles the macro shim and the wrappers of `static inline`
+//! functions, and emits the framework version constants.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Names we bind. Everything else in the headers stays out of the bindings.
+const ALLOW_PATTERNS: &[&str] = &[
+    "opal_.*", "ompi_.*", "mca_.*", "rmca_.*", "OPAL_.*", "OMPI_.*", "MCA_.*", "MPI_.*",
+];
+
+/// Items the allowlist would drag in but that must not be bound, each with its reason.
+const BLOCKLIST: &[(&str, &str)] = &[
+    // 128-bit long double fields: no stable Rust equivalent; nothing we call uses them.
+    ("max_align_t", "contains long double"),
+    // The C++ and Fortran-facing handles are never touched by components.
+    ("ompi_mpi_.*_f", "Fortran handles"),
+];
+
+fn main() {
+    let install = ompi_build::require();
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let umbrella_dir = manifest.join("../../ompi-headers");
+    let shim_dir = manifest.join("shim");
+    for file in ["ompi.h"] {
+        println!("cargo:rerun-if-changed={}", umbrella_dir.join(file).display());
+    }
+    for file in ["shim.h", "shim.c", "versions.c"] {
+        println!("cargo:rerun-if-changed={}", shim_dir.join(file).display());
+    }
+
+    let mut include_dirs = vec![umbrella_dir.clone(), shim_dir.clone()];
+    include_dirs.extend(install.include_dirs.iter().cloned());
+    include_dirs.push(install.devel_include_dir.clone());
+
+    generate_bindings(&include_dirs, &shim_dir, &out);
+    compile_shims(&include_dirs, &shim_dir, &out);
+    generate_versions(&install, &include_dirs, &shim_dir, &out);
+
+    for dir in &install.lib_dirs {
+        println!("cargo:rustc-link-search=native={}", dir.display());
+    }
+    // libmpi for the MTL side (requests, communicators), libopen-pal for everything.
+    println!("cargo:rustc-link-lib=dylib=mpi");
+    println!("cargo:rustc-link-lib=dylib=open-pal");
+    println!("cargo:include={}", include_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":"));
+}
+
+fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
+    let mut builder = bindgen::Builder::default()
+        .header(shim_dir.join("shim.h").display().to_string())
+        .clang_args(include_dirs.iter().map(|d| format!("-I{}", d.display())))
+        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
+        .wrap_static_fns(true)
+        .wrap_static_fns_path(out.join("static_fns"))
+        .layout_tests(true)
+        .derive_default(true)
+        .derive_debug(false)
+        .generate_comments(false)
+        .prepend_enum_name(false)
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .size_t_is_usize(true)
+        .clang_macro_fallback();
+    for pattern in ALLOW_PATTERNS {
+        builder = builder
+            .allowlist_function(pattern)
+            .allowlist_type(pattern)
+            .allowlist_var(pattern);
+    }
+    for (pattern, _reason) in BLOCKLIST {
+        builder = builder.blocklist_item(pattern);
+    }
+    let bindings = builder.generate().unwrap_or_else(|e| {
+        eprintln!("error: bindgen could not parse the Open MPI headers: {e}");
+        std::process::exit(1);
+    });
+    bindings.write_to_file(out.join("bindings.rs")).expect("write bindings.rs");
+}
+
+fn compile_shims(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
+    let mut build = cc::Build::new();
+    build.file(shim_dir.join("shim.c")).file(out.join("static_fns.c")).warnings(false);
+    for dir in include_dirs {
+        build.include(dir);
+    }
+    build.compile("rmca_ompi_shim");
+}
+
+fn generate_versions(install: &ompi_build::OmpiInstall, include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
+    let exe = out.join("rmca_versions");
+    let mut cmd = Command::new("cc");
+    cmd.arg(shim_dir.join("versions.c")).arg("-o").arg(&exe);
+    for dir in include_dirs {
+        cmd.arg(format!("-I{}", dir.display()));
+    }
+    let status = cmd.status().expect("run cc for versions.c");
+    assert!(status.success(), "compiling versions.c against {} failed", install.mpicc.display());
+    let printed = Command::new(&exe).output().expect("run rmca_versions");
+    assert!(printed.status.success(), "rmca_versions failed");
+    std::fs::write(out.join("versions.rs"), printed.stdout).expect("write versions.rs");
+}

@@ -1,0 +1,57 @@
+#include "shim.h"
+
+void rmca_obj_construct(opal_object_t *object, opal_class_t *cls)
+{
+    OBJ_CONSTRUCT_INTERNAL(object, cls);
+}
+
+void rmca_obj_destruct(opal_object_t *object)
+{
+    OBJ_DESTRUCT(object);
+}
+
+int rmca_modex_send(const mca_base_component_t *component, const void *data, size_t size)
+{
+    int rc;
+    OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, component, data, size);
+    return rc;
+}
+
+int rmca_modex_recv(const mca_base_component_t *component, const opal_proc_t *proc,
+                    void **data, size_t *size)
+{
+    int rc;
+    OPAL_MODEX_RECV(rc, component, &proc->proc_name, data, size);
+    return rc;
+}
+
+void rmca_output(int stream, const char *message)
+{
+    opal_output(stream, "%s", message);
+}
+
+int rmca_show_help(const char *file, const char *topic, int want_error_header,
+                   const char *a0, const char *a1, const char *a2, const char *a3)
+{
+    return opal_show_help(file, topic, want_error_header, a0, a1, a2, a3);
+}
+
+int rmca_proc_on_local_node(const opal_proc_t *proc)
+{
+    return OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) ? 1 : 0;
+}
+
+static uint64_t hash_name(const opal_process_name_t *name)
+{
+    return ((uint64_t) name->jobid << 32) | (uint64_t) name->vpid;
+}
+
+uint64_t rmca_proc_name_hash(const opal_proc_t *proc)
+{
+    return hash_name(&proc->proc_name);
+}
+
+uint64_t rmca_my_name_hash(void)
+{
+    return hash_name(&OPAL_PROC_MY_NAME);
+}

@@ -1,0 +1,33 @@
+/*
+ * Function-like macros of Open MPI that bindgen cannot translate, wrapped as
+ * real functions with an `rmca_` prefix. Each wrapper is one macro, no logic.
+ */
+#ifndef RMCA_OMPI_SHIM_H
+#define RMCA_OMPI_SHIM_H
+
+#include "ompi.h"
+
+/* OBJ_CONSTRUCT / OBJ_DESTRUCT on memory we own (descriptors, lists). */
+void rmca_obj_construct(opal_object_t *object, opal_class_t *cls);
+void rmca_obj_destruct(opal_object_t *object);
+
+/* OPAL_MODEX_SEND with PMIX_GLOBAL scope: publish a component's contact blob. */
+int rmca_modex_send(const mca_base_component_t *component, const void *data, size_t size);
+/* OPAL_MODEX_RECV: a peer's blob for the same component. *data is malloc'ed; free it. */
+int rmca_modex_recv(const mca_base_component_t *component, const opal_proc_t *proc,
+                    void **data, size_t *size);
+
+/* opal_output with a preformatted string (no varargs across the FFI). */
+void rmca_output(int stream, const char *message);
+/* opal_show_help with up to four string arguments for the topic's %s. */
+int rmca_show_help(const char *file, const char *topic, int want_error_header,
+                   const char *a0, const char *a1, const char *a2, const char *a3);
+
+/* OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) */
+int rmca_proc_on_local_node(const opal_proc_t *proc);
+/* OPAL_PROC_MY_NAME hashed as jobid << 32 | vpid: a stable 64-bit identity. */
+uint64_t rmca_proc_name_hash(const opal_proc_t *proc);
+uint64_t rmca_my_name_hash(void);
+
+
+#endif
