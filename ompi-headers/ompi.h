@@ -18,6 +18,8 @@
 /* Version macros and the runtime version string (version-mismatch refusal). */
 #include "opal/version.h"
 #include "opal/runtime/opal.h"
+/* opal_built_with_cuda_support: the CUDA flavour of the running libopen-pal. */
+#include "opal/runtime/opal_params.h"
 /* Progress registration. */
 #include "opal/runtime/opal_progress.h"
 /* Output streams and show_help. */

@@ -1,0 +1,88 @@
+//! The panic guard every C entry point goes through.
+//!
+//! A panic must never unwind into Open MPI. `guard` runs the body under
+//! `catch_unwind`; a panic is logged through `opal_output` (stream 0, always shown)
+//! with its message and source location, and the entry point returns the
+//! caller-chosen failure value (an OPAL/OMPI error code, a NULL pointer, ...).
+
+use std::cell::RefCell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+
+thread_local! {
+    /// Set while a guarded body runs on this thread, so the hook knows to record
+    /// rather than print through the default hook.
+    static GUARD_DEPTH: RefCell<u32> = const { RefCell::new(0) };
+    /// Message and location of the last panic caught on this thread.
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+static INSTALL_HOOK: Once = Once::new();
+
+fn install_hook() {
+    INSTALL_HOOK.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            let guarded = GUARD_DEPTH.with(|d| *d.borrow() > 0);
+            if !guarded {
+                previous(info);
+                return;
+            }
+            let message = info
+                .payload()
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "<non-string panic payload>".to_owned());
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+                .unwrap_or_else(|| "<unknown location>".to_owned());
+            LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{message} at {location}")));
+        }));
+    });
+}
+
+/// Runs `body`; if it panics, logs the panic against `entry` and returns `on_panic`.
+pub fn guard<R>(entry: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
+    install_hook();
+    GUARD_DEPTH.with(|d| *d.borrow_mut() += 1);
+    let outcome = panic::catch_unwind(AssertUnwindSafe(body));
+    GUARD_DEPTH.with(|d| *d.borrow_mut() -= 1);
+    match outcome {
+        Ok(value) => value,
+        Err(_) => {
+            let what = LAST_PANIC
+                .with(|p| p.borrow_mut().take())
+                .unwrap_or_else(|| "panic without details".to_owned());
+            crate::output::emit_always(&format!(
+                "[rmca] internal error in {entry}: {what}; the call fails with an error code"
+            ));
+            on_panic
+        }
+    }
+}
+
+/// A guarded entry point returning an OPAL/OMPI code: panics become `OPAL_ERROR`.
+pub fn guard_code(entry: &str, body: impl FnOnce() -> crate::Result<()>) -> std::ffi::c_int {
+    guard(entry, ompi_sys::OPAL_ERROR, || crate::error::to_code(body()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_the_failure_value_and_is_recorded() {
+        let value = guard("test_entry", -1, || -> i32 { panic!("boom {}", 7) });
+        assert_eq!(value, -1);
+        assert_eq!(guard("test_entry", -1, || 5), 5);
+    }
+
+    #[test]
+    fn guard_code_maps_errors_and_panics() {
+        assert_eq!(guard_code("e", || Ok(())), 0);
+        assert_eq!(guard_code("e", || Err(crate::Error::UNREACH)), ompi_sys::OPAL_ERR_UNREACH);
+        assert_eq!(guard_code("e", || panic!("x")), ompi_sys::OPAL_ERROR);
+    }
+}

@@ -1,0 +1,65 @@
+//! `opal_show_help` with our own help-*.txt files.
+//!
+//! Open MPI only searches its own data directory for help files. Each component
+//! adds the directory its `.so` was loaded from (help files are installed beside
+//! the components), so messages work both from `build/mca` and after
+//! `make install`, which also copies them into Open MPI's data directory.
+
+use std::ffi::{CStr, CString, c_int};
+use std::sync::Once;
+
+use crate::strings::lossy_cstring;
+use ompi_sys as sys;
+
+static ADD_OWN_DIR: Once = Once::new();
+
+/// The directory holding the shared object this code was loaded from.
+pub fn own_library_dir() -> Option<std::path::PathBuf> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let anchor = own_library_dir as *const () as *const libc::c_void;
+    // SAFETY: dladdr only reads the address and fills `info`; a zeroed Dl_info is valid.
+    let found = unsafe { libc::dladdr(anchor, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: dladdr succeeded, so `info` is initialised and dli_fname is either
+    // NULL or a NUL-terminated path owned by the dynamic loader.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: checked non-NULL above; the loader keeps the string alive.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) };
+    let path = std::path::PathBuf::from(path.to_string_lossy().into_owned());
+    path.parent().map(|p| p.to_path_buf())
+}
+
+/// Makes show_help look beside our shared object too (idempotent).
+pub fn add_own_help_dir() {
+    ADD_OWN_DIR.call_once(|| {
+        if let Some(dir) = own_library_dir()
+            && let Ok(dir) = CString::new(dir.to_string_lossy().into_owned())
+        {
+            // SAFETY: opal_show_help_add_dir copies the string into its own list.
+            unsafe { sys::opal_show_help_add_dir(dir.as_ptr()) };
+        }
+    });
+}
+
+/// Shows `topic` from `file` with up to four `%s` arguments. Falls back to a plain
+/// message on stream 0 if the help system cannot find the file.
+pub fn show_help(file: &str, topic: &str, error_header: bool, args: &[&str]) {
+    add_own_help_dir();
+    let file_c = lossy_cstring(file);
+    let topic_c = lossy_cstring(topic);
+    let args_c: Vec<CString> = args.iter().take(4).map(|a| lossy_cstring(a)).collect();
+    let arg = |i: usize| args_c.get(i).map_or(c"".as_ptr(), |a| a.as_ptr());
+    // SAFETY: every pointer is a valid NUL-terminated string that outlives the call;
+    // extra arguments beyond the topic's %s count are ignored by the formatter.
+    let rc: c_int = unsafe {
+        sys::rmca_show_help(file_c.as_ptr(), topic_c.as_ptr(), error_header as c_int, arg(0), arg(1), arg(2), arg(3))
+    };
+    if rc != 0 {
+        crate::output::emit_always(&format!("[{file}:{topic}] {}", args.join(" | ")));
+    }
+}

@@ -1,0 +1,28 @@
+//! The one safe layer between our components and Open MPI.
+//!
+//! - [`component`]: the exported structure (every version field from the bindings),
+//!   lifecycle trampolines, and refusal to run inside another Open MPI version.
+//! - [`btl`]: the BTL module trait, its C trampolines and descriptors.
+//! - [`guard`]: every entry point runs under a panic guard; a panic is logged with
+//!   its location and the call fails with an OPAL/OMPI error code.
+//! - [`error`], [`params`], [`pvars`], [`help`], [`output`], [`progress`], [`proc`]:
+//!   error codes, MCA variables, MPI_T pvars, show_help, verbosity streams,
+//!   progress registration, processes and the modex.
+
+pub mod btl;
+pub mod component;
+pub mod convertor;
+pub mod error;
+pub mod guard;
+pub mod help;
+pub mod object;
+pub mod output;
+pub mod params;
+pub mod proc;
+pub mod progress;
+pub mod pvars;
+pub mod strings;
+
+pub use error::{Error, Result};
+/// The raw bindings, for the few places the safe layer does not cover.
+pub use ompi_sys as sys;

@@ -1,0 +1,86 @@
+//! Processes and the modex: who a peer is, whether it shares our node, and the
+//! contact blob each component publishes for its peers.
+
+use crate::error::{Error, Result, to_result};
+use ompi_sys as sys;
+
+/// A borrowed `opal_proc_t` handed to add_procs/del_procs.
+#[derive(Debug, Clone, Copy)]
+pub struct Proc(*mut sys::opal_proc_t);
+
+// SAFETY: opal_proc_t objects live for the job and are only read through Proc.
+unsafe impl Send for Proc {}
+// SAFETY: as above.
+unsafe impl Sync for Proc {}
+
+impl Proc {
+    /// Wraps a process pointer from Open MPI.
+    ///
+    /// # Safety
+    /// `proc_` must be a valid opal_proc_t that outlives the wrapper's use.
+    pub unsafe fn from_raw(proc_: *mut sys::opal_proc_t) -> Proc {
+        Proc(proc_)
+    }
+
+    /// The raw pointer (for error callbacks that name the failing peer).
+    pub fn as_ptr(&self) -> *mut sys::opal_proc_t {
+        self.0
+    }
+
+    /// A stable 64-bit identity: `jobid << 32 | vpid`.
+    pub fn name_hash(&self) -> u64 {
+        // SAFETY: Proc holds a valid opal_proc_t.
+        unsafe { sys::rmca_proc_name_hash(self.0) }
+    }
+
+    /// The job id and rank of the process.
+    pub fn jobid_vpid(&self) -> (u32, u32) {
+        let hash = self.name_hash();
+        ((hash >> 32) as u32, hash as u32)
+    }
+
+    /// True if the process is on this node.
+    pub fn is_local(&self) -> bool {
+        // SAFETY: Proc holds a valid opal_proc_t.
+        unsafe { sys::rmca_proc_on_local_node(self.0) != 0 }
+    }
+
+    /// True if this is the calling process.
+    pub fn is_me(&self) -> bool {
+        self.name_hash() == my_name_hash()
+    }
+
+    /// The peer's modex blob for `component` (what it passed to [`modex_send`]).
+    ///
+    /// # Safety
+    /// `component` must be the component's static structure.
+    pub unsafe fn modex_recv(&self, component: *const sys::mca_base_component_t) -> Result<Vec<u8>> {
+        let mut data: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut size: usize = 0;
+        // SAFETY: valid component and proc; on success `data` is malloc'ed and ours.
+        to_result(unsafe { sys::rmca_modex_recv(component, self.0, &mut data, &mut size) })?;
+        if data.is_null() {
+            return Err(Error::NOT_FOUND);
+        }
+        // SAFETY: data points to `size` bytes allocated by the modex for us.
+        let blob = unsafe { std::slice::from_raw_parts(data as *const u8, size) }.to_vec();
+        // SAFETY: OPAL_MODEX_RECV hands ownership of the buffer to the caller.
+        unsafe { libc::free(data) };
+        Ok(blob)
+    }
+}
+
+/// Our own `jobid << 32 | vpid`.
+pub fn my_name_hash() -> u64 {
+    // SAFETY: reads the process name set up by opal_init (before any component init).
+    unsafe { sys::rmca_my_name_hash() }
+}
+
+/// Publishes `blob` for every peer under this component's name.
+///
+/// # Safety
+/// `component` must be the component's static structure.
+pub unsafe fn modex_send(component: *const sys::mca_base_component_t, blob: &[u8]) -> Result<()> {
+    // SAFETY: valid component; the modex copies the bytes.
+    to_result(unsafe { sys::rmca_modex_send(component, blob.as_ptr().cast(), blob.len()) }).map(drop)
+}
