@@ -1,1 +1,299 @@
-//! mca-harness: launches real `mpirun` jobs against MCA components (in progress).
+//! mca-harness: runs real `mpirun` jobs against MCA configurations and reports
+//! what happened, for the integration tests in `tests/`.
+//!
+//! A job gets our components through `OMPI_MCA_mca_base_component_path`
+//! (`build/mca` first, then the system component directory so stock components
+//! stay visible), runs in its own process group, and is killed as a whole when
+//! its timeout passes; a timeout is reported as a failure with the output so far.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A named set of MCA parameters selecting a transport, e.g. `stock-tcp`.
+#[derive(Debug, Clone)]
+pub struct McaConfig {
+    /// Short name used in test names, reports and benchmark tables.
+    pub name: String,
+    /// `--mca key value` pairs.
+    pub params: Vec<(String, String)>,
+}
+
+impl McaConfig {
+    /// A configuration from `(key, value)` pairs.
+    pub fn new(name: &str, params: &[(&str, &str)]) -> McaConfig {
+        McaConfig {
+            name: name.to_owned(),
+            params: params.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        }
+    }
+
+    /// The same configuration with one more parameter.
+    pub fn with(mut self, key: &str, value: &str) -> McaConfig {
+        self.params.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Stock ob1 over the TCP BTL.
+    pub fn stock_tcp() -> McaConfig {
+        McaConfig::new("stock-tcp", &[("pml", "ob1"), ("btl", "self,tcp")])
+    }
+
+    /// Stock ob1 over vader shared memory.
+    pub fn stock_vader() -> McaConfig {
+        McaConfig::new("stock-vader", &[("pml", "ob1"), ("btl", "self,vader")])
+    }
+
+    /// Stock cm + OFI MTL on libfabric's tcp;ofi_rxm (excluded by its default list).
+    pub fn stock_ofi_tcp() -> McaConfig {
+        McaConfig::new(
+            "stock-ofi-tcp",
+            &[("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_include", "tcp;ofi_rxm")],
+        )
+    }
+
+    /// The configurations every conformance program must pass on.
+    pub fn stock() -> Vec<McaConfig> {
+        vec![McaConfig::stock_tcp(), McaConfig::stock_vader(), McaConfig::stock_ofi_tcp()]
+    }
+}
+
+/// The repository root (where `build/mca` lives).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where `make` puts our components and their help files.
+pub fn component_build_dir() -> PathBuf {
+    std::env::var_os("RMCA_COMPONENT_DIR").map_or_else(|| repo_root().join("build/mca"), PathBuf::from)
+}
+
+/// The component search path: ours first, then the system's.
+pub fn component_path() -> String {
+    let ours = component_build_dir();
+    // A missing directory in the path breaks mpirun's own option parsing.
+    let _ = std::fs::create_dir_all(&ours);
+    format!("{}:{}", ours.display(), env!("RMCA_SYSTEM_COMPONENT_DIR"))
+}
+
+/// A compiled test program from tests/programs or tests/fixtures.
+pub fn program(name: &str) -> PathBuf {
+    let path = Path::new(env!("RMCA_PROGRAMS_DIR")).join(name);
+    assert!(path.is_file(), "test program {name} was not built (looked at {})", path.display());
+    path
+}
+
+/// What a finished (or killed) job left behind.
+#[derive(Debug)]
+pub struct JobOutput {
+    /// The command line, for reports.
+    pub command: String,
+    /// Exit code, `None` if killed by a signal or the timeout.
+    pub code: Option<i32>,
+    /// True if the harness killed the job at its timeout.
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl JobOutput {
+    /// Success: exit code 0 and no timeout.
+    pub fn succeeded(&self) -> bool {
+        self.code == Some(0) && !self.timed_out
+    }
+
+    /// Counts from a final `N passed, M failed` line, if the program printed one.
+    pub fn counts(&self) -> Option<(u64, u64)> {
+        self.stdout.lines().rev().find_map(parse_counts)
+    }
+
+    /// A readable account of the job for assertion messages.
+    pub fn report(&self) -> String {
+        format!(
+            "$ {}\nexit: {:?}{} after {:.1?}\n--- stdout (tail) ---\n{}\n--- stderr (tail) ---\n{}",
+            self.command,
+            self.code,
+            if self.timed_out { " (killed at timeout)" } else { "" },
+            self.elapsed,
+            tail(&self.stdout, 40),
+            tail(&self.stderr, 40)
+        )
+    }
+
+    /// Panics with the report unless the job succeeded with zero failed checks.
+    pub fn assert_passed(&self) {
+        let counts = self.counts();
+        assert!(
+            self.succeeded() && counts.is_some_and(|(_, failed)| failed == 0),
+            "job failed (counts {counts:?})\n{}",
+            self.report()
+        );
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Parses `N passed, M failed` (optionally preceded by one `word:`).
+pub fn parse_counts(line: &str) -> Option<(u64, u64)> {
+    let line = line.trim();
+    let line = match line.split_once(": ") {
+        Some((word, rest)) if !word.contains(' ') => rest,
+        _ => line,
+    };
+    let mut parts = line.split(", ");
+    let passed = parts.next()?.strip_suffix(" passed")?.parse().ok()?;
+    let failed = parts.next()?.split(' ').next()?.parse().ok()?;
+    parts.next().is_none_or(|p| p.ends_with(" skipped")).then_some((passed, failed))
+}
+
+/// One mpirun invocation.
+#[derive(Debug, Clone)]
+pub struct Job {
+    config: McaConfig,
+    ranks: u32,
+    program: PathBuf,
+    args: Vec<String>,
+    timeout: Duration,
+    env: Vec<(String, String)>,
+    mpirun_args: Vec<String>,
+    launcher: Vec<String>,
+}
+
+impl Job {
+    /// `ranks` copies of `program` under `config`, with a 120 s timeout.
+    pub fn new(config: &McaConfig, ranks: u32, program: impl Into<PathBuf>) -> Job {
+        Job {
+            config: config.clone(),
+            ranks,
+            program: program.into(),
+            args: Vec::new(),
+            timeout: Duration::from_secs(120),
+            env: Vec::new(),
+            mpirun_args: Vec::new(),
+            launcher: Vec::new(),
+        }
+    }
+
+    /// Arguments for the program.
+    pub fn args(mut self, args: &[&str]) -> Job {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    /// Kills the whole job after `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Job {
+        self.timeout = timeout;
+        self
+    }
+
+    /// An environment variable for mpirun (exported to the ranks with `-x`).
+    pub fn env(mut self, key: &str, value: &str) -> Job {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self.mpirun_args.extend(["-x".to_owned(), key.to_owned()]);
+        self
+    }
+
+    /// Extra mpirun options (hostfiles, binding, ...).
+    pub fn mpirun_args(mut self, args: &[&str]) -> Job {
+        self.mpirun_args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    /// Runs mpirun under a wrapper command (e.g. the cross-host or packet-loss scripts).
+    pub fn launcher(mut self, wrapper: &[&str]) -> Job {
+        self.launcher = wrapper.iter().map(|a| (*a).to_owned()).collect();
+        self
+    }
+
+    fn command_line(&self) -> Vec<String> {
+        let mut line = self.launcher.clone();
+        line.push(env!("RMCA_MPIRUN").to_owned());
+        line.extend(["--allow-run-as-root", "--oversubscribe", "-np"].map(str::to_owned));
+        line.push(self.ranks.to_string());
+        for (key, value) in &self.config.params {
+            line.extend(["--mca".to_owned(), key.clone(), value.clone()]);
+        }
+        line.extend(self.mpirun_args.iter().cloned());
+        line.push(self.program.display().to_string());
+        line.extend(self.args.iter().cloned());
+        line
+    }
+
+    /// Runs the job to completion or timeout and captures its output.
+    pub fn run(&self) -> JobOutput {
+        let line = self.command_line();
+        let mut command = Command::new(&line[0]);
+        command
+            .args(&line[1..])
+            .env("OMPI_MCA_mca_base_component_path", component_path())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let started = Instant::now();
+        let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", line[0]));
+        let stdout = drain(child.stdout.take().expect("piped"));
+        let stderr = drain(child.stderr.take().expect("piped"));
+        let mut timed_out = false;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for mpirun") {
+                break status;
+            }
+            if started.elapsed() > self.timeout {
+                timed_out = true;
+                kill_group(child.id());
+                break child.wait().expect("reap mpirun");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // Daemons or ranks can outlive mpirun after a failure: take the group down.
+        kill_group(child.id());
+        JobOutput {
+            command: format!(
+                "OMPI_MCA_mca_base_component_path={} {}",
+                component_path(),
+                line.join(" ")
+            ),
+            code: status.code(),
+            timed_out,
+            stdout: stdout.join().unwrap_or_default(),
+            stderr: stderr.join().unwrap_or_default(),
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+fn kill_group(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pid}")])
+        .stderr(Stdio::null())
+        .status();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_counts;
+
+    #[test]
+    fn counts_lines_are_parsed_strictly() {
+        assert_eq!(parse_counts("12 passed, 0 failed"), Some((12, 0)));
+        assert_eq!(parse_counts("mpi4py: 3 passed, 1 failed, 2 skipped"), Some((3, 1)));
+        assert_eq!(parse_counts("passed, failed"), None);
+        assert_eq!(parse_counts("12 passed"), None);
+    }
+}

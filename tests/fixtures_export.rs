@@ -1,0 +1,116 @@
+//! The test fixtures prove the export path of ffi/mca end to end: ompi_info lists
+//! them and their parameters, mpirun loads them and moves verified data, and they
+//! refuse, with a clear message and no crash, to run inside another Open MPI.
+
+use std::process::Command;
+use std::time::Duration;
+
+use mca_harness::{Job, McaConfig, component_build_dir, component_path, program};
+
+fn ompi_info(args: &[&str]) -> String {
+    let out = Command::new("ompi_info")
+        .args(args)
+        .env("OMPI_MCA_mca_base_component_path", component_path())
+        .output()
+        .expect("run ompi_info");
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+fn fixture_built() {
+    assert!(
+        component_build_dir().join("mca_btl_rfixture.so").is_file(),
+        "build/mca/mca_btl_rfixture.so is missing: run `make` (make check builds it)"
+    );
+}
+
+#[test]
+fn ompi_info_lists_the_btl_fixture_and_every_kind_of_parameter() {
+    fixture_built();
+    let text = ompi_info(&["--param", "btl", "rfixture", "--level", "9"]);
+    for needle in [
+        "MCA btl: rfixture (MCA v2.1.0, API v3.1.0, Component v4.1.4)",
+        "\"btl_rfixture_verbose\" (current value: \"0\"",
+        "\"btl_rfixture_frag_size\" (current value: \"65536\"",
+        "\"btl_rfixture_delivery\" (current value: \"inline\"",
+        "\"btl_rfixture_trace_payload\" (current value: \"false\"",
+        "\"btl_rfixture_label\"",
+        "\"btl_rfixture_eager_limit\"",
+        "performance \"btl_rfixture_sends\"",
+        "class: high watermark",
+    ] {
+        assert!(text.contains(needle), "ompi_info output lacks {needle:?}:\n{text}");
+    }
+}
+
+#[test]
+fn btl_fixture_exported_symbol_is_the_only_one() {
+    fixture_built();
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(component_build_dir().join("mca_btl_rfixture.so"))
+        .output()
+        .expect("run nm");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let exported: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    assert_eq!(exported, ["mca_btl_rfixture_component"], "{text}");
+}
+
+fn fixture_config(delivery: &str) -> McaConfig {
+    McaConfig::new(&format!("rfixture-{delivery}"), &[("pml", "ob1"), ("btl", "rfixture")])
+        .with("btl_rfixture_delivery", delivery)
+}
+
+#[test]
+fn ob1_moves_every_size_class_through_the_fixture_inline() {
+    fixture_built();
+    Job::new(&fixture_config("inline"), 1, program("self_exchange")).timeout(Duration::from_secs(60)).run().assert_passed();
+}
+
+#[test]
+fn ob1_moves_every_size_class_through_the_fixture_from_progress() {
+    fixture_built();
+    Job::new(&fixture_config("progress"), 1, program("self_exchange")).timeout(Duration::from_secs(60)).run().assert_passed();
+}
+
+#[test]
+fn an_invalid_parameter_is_reported_and_the_component_stays_out() {
+    fixture_built();
+    let out = Job::new(
+        &McaConfig::new("bad", &[("pml", "ob1"), ("btl", "self,rfixture")]).with("btl_rfixture_verbose", "500"),
+        1,
+        program("self_exchange"),
+    )
+    .timeout(Duration::from_secs(60))
+    .run();
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains("btl_rfixture_verbose = 500 is out of range: it must be between 0 and 100"),
+        "{}",
+        out.report()
+    );
+}
+
+#[test]
+fn a_different_runtime_version_is_refused_with_a_clear_message() {
+    fixture_built();
+    // A library that makes libopen-pal's exported version string read 4.1.99: the
+    // component must decline with an explanation instead of binding wrong layouts.
+    let dir = std::env::temp_dir().join(format!("rmca-fakever-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("fakever.c");
+    std::fs::write(&source, "const char opal_version_string[] = \"4.1.99\";\n").unwrap();
+    let lib = dir.join("fakever.so");
+    assert!(Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&lib).arg(&source).status().unwrap().success());
+    let out = Job::new(&McaConfig::new("mismatch", &[("pml", "ob1"), ("btl", "self,tcp,rfixture")]), 1, program("self_exchange"))
+        .env("LD_PRELOAD", lib.to_str().unwrap())
+        .timeout(Duration::from_secs(60))
+        .run();
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains("built against Open MPI 4.1.4 but this process runs Open MPI 4.1.99"),
+        "{}",
+        out.report()
+    );
+    assert!(!all.contains("Segmentation fault") && !all.contains("signal 11"), "{}", out.report());
+    let _ = std::fs::remove_dir_all(&dir);
+}
