@@ -1,0 +1,54 @@
+# User-facing entry point. `make demo` and `make check` are all a new user types.
+#
+#   make               build release components into build/mca/ (mca_<fw>_<name>.so + help files)
+#   make install       copy them into Open MPI's component directory (or MCA_DIR=...)
+#   make check         install build dependencies if missing, then run every test
+#   make demo          build, then a short 2-rank latency/bandwidth table
+#   OMPI_PREFIX=/opt/ompi make   build against another Open MPI 4.1.x installation
+
+SHELL := /bin/bash
+CARGO ?= cargo
+BUILD := build
+MCA_BUILD := $(BUILD)/mca
+PROFILE_DIR := target/release
+
+# crate:framework:name for every component (test fixtures included: tests load them).
+COMPONENTS := btl-rfixture:btl:rfixture
+
+HELP_FILES := $(wildcard configure-support/help/help-*.txt)
+
+.PHONY: all components install check test lint setup demo clean
+
+all: components
+
+setup:
+	@configure-support/setup
+
+components:
+	$(CARGO) build --release $(foreach c,$(COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
+	@mkdir -p $(MCA_BUILD)
+	@for c in $(COMPONENTS); do \
+	    IFS=: read -r crate fw name <<< "$$c"; \
+	    install -m 0755 $(PROFILE_DIR)/libmca_$${fw}_$${name}.so $(MCA_BUILD)/mca_$${fw}_$${name}.so; \
+	    echo "  built $(MCA_BUILD)/mca_$${fw}_$${name}.so"; \
+	done
+	@install -m 0644 $(HELP_FILES) $(MCA_BUILD)/
+
+install: components
+	@configure-support/install-components $(MCA_BUILD) "$(MCA_DIR)"
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+
+test: components
+	$(CARGO) test --workspace --release -- --test-threads=2
+
+check: setup lint test
+
+demo: components
+	@configure-support/demo
+
+clean:
+	rm -rf $(BUILD)
+	$(CARGO) clean
