@@ -1,1 +1,39 @@
 //! rsmcuda shared memory: the segment and the lock-free multi-writer FIFOs inside it (raw)
+//!
+//! One segment per node, created by one local rank and attached by the others
+//! ([`Segment`]); inside it, per rank: a multi-writer single-reader FIFO of 64-bit values
+//! ([`FifoWriter`], [`FifoReader`], [`FifoValue`]) and two pools of fixed-size fragments
+//! allocated only by their owner ([`FragPool`], [`Frag`], [`Incoming`]). A fragment travels
+//! to its receiver as a SEND value and comes back to its owner as an ACK value. [`cma`]
+//! offers single-copy transfers between processes (`process_vm_readv/writev`).
+//!
+//! Everything inside the segment is addressed by relative offsets computed by a pure
+//! function ([`Layout::compute`]); nothing in shared memory is a pointer. See README.md for
+//! the layout diagram, the FIFO algorithm and the lifecycle guarantees.
+//!
+//! This is one of the crate's few places with `unsafe`: it lives in `sys.rs` (libc calls),
+//! `mapping.rs` (offset → reference), `freelist.rs` (payload byte ranges) and `cma.rs`.
+
+pub mod cma;
+mod error;
+mod fifo;
+mod freelist;
+mod layout;
+mod mapping;
+mod name;
+mod repr;
+mod segment;
+mod sys;
+
+pub use error::{FragError, ShmError};
+pub use fifo::{
+    FifoKind, FifoReader, FifoValue, FifoWriter, Full, Received, STATUS_BIT, TAG_MASK, TYPE_MASK,
+};
+pub use freelist::{AckInfo, Frag, FragPool, Incoming};
+pub use layout::{
+    CACHE_LINE, FRAG_HEADER_BYTES, FragLoc, Layout, LayoutError, LayoutParams, MAX_FIFO_SIZE,
+    MAX_FRAG_COUNT, MAX_FRAG_PAYLOAD, MAX_RANKS, MAX_SEGMENT_BYTES, PoolKind,
+};
+pub use name::SegmentName;
+pub use repr::{LAYOUT_VERSION, MAGIC};
+pub use segment::{AbandonOutcome, Retry, Segment};

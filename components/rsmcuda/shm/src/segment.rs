@@ -1,0 +1,570 @@
+//! The node-wide segment: creation by the leader, attachment by the peers, early unlink.
+//!
+//! Lifecycle:
+//! 1. The leader `create`s: `shm_open(O_CREAT|O_EXCL, 0600)`, `fchmod 0600`, `ftruncate`,
+//!    `posix_fallocate` (a full /dev/shm fails here with ENOSPC instead of SIGBUS later),
+//!    `mmap`, initialise everything, then publish `MAGIC` with a Release store.
+//! 2. Peers `attach` (or `try_attach`, caller-driven): open, check size, Acquire-load the
+//!    magic (0 = not ready yet: retry), check version and size, recompute the layout from
+//!    the stored parameters, claim their rank entry, then count themselves in.
+//! 3. Whoever's count makes the number of attached ranks reach `nranks` calls
+//!    `shm_unlink` at once. From then on the segment lives only in the mappings: no file is
+//!    left in /dev/shm whether ranks exit normally or are killed with SIGKILL.
+//! 4. If a peer never comes, the leader calls `abandon_waiting` after its own timeout: it
+//!    sets the ABANDONED bit in the same atomic word as the count (so an attach is either
+//!    counted before it or refused after it, never lost) and unlinks.
+//!    `unlink_if_leader_on_failure` does the same on the leader's error paths.
+//! 5. `Drop` unmaps (once the last handle — FIFO reader/writer, pool — is gone too). It
+//!    does not unlink: after a normal start-up the name is already gone.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::time::Duration;
+use std::{fmt, io};
+
+use crate::cma;
+use crate::fifo::{self, FifoReader, FifoWriter};
+use crate::freelist::FragPool;
+use crate::layout::{HEADER_BYTES, Layout, LayoutParams, PoolKind};
+use crate::mapping::Mapping;
+use crate::name::SegmentName;
+use crate::repr::{
+    ABANDONED_BIT, FifoCtrl, FragHeader, LAYOUT_VERSION, MAGIC, RankEntry, SegmentHeader, Slot,
+};
+use crate::{ShmError, sys};
+
+/// State shared by a segment and every handle derived from it.
+pub(crate) struct SegShared {
+    pub(crate) map: Mapping,
+    pub(crate) layout: Layout,
+    pub(crate) name: SegmentName,
+}
+
+impl SegShared {
+    pub(crate) fn header(&self) -> &SegmentHeader {
+        self.map.get(0)
+    }
+    pub(crate) fn rank_entry(&self, r: u32) -> &RankEntry {
+        self.map.get(self.layout.rank_entry_off(r))
+    }
+    fn os(&self, op: &'static str) -> impl FnOnce(io::Error) -> ShmError + '_ {
+        move |source| ShmError::Os {
+            op,
+            name: self.name.to_string(),
+            source,
+        }
+    }
+    /// Unlinks the name unless some process already did. `Ok(true)` if this call did it.
+    fn unlink_once(&self) -> Result<bool, ShmError> {
+        if self.header().state.0.unlinked.swap(1, AcqRel) != 0 {
+            return Ok(false);
+        }
+        match sys::shm_unlink(self.name.as_cstr()) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err((self.os("shm_unlink"))(e)),
+        }
+    }
+}
+
+/// How `attach` retries while the leader has not created the segment yet.
+#[derive(Clone, Copy, Debug)]
+pub struct Retry {
+    /// Attempts before giving up with `AttachTimeout` (at least 1 is made).
+    pub attempts: u32,
+    /// Sleep after the first failed attempt; doubled each time up to `max_sleep`.
+    pub first_sleep: Duration,
+    /// Cap of the sleep between attempts.
+    pub max_sleep: Duration,
+}
+
+impl Default for Retry {
+    /// About 10 s in all: 1 ms doubling up to 50 ms, 210 attempts.
+    fn default() -> Self {
+        Self {
+            attempts: 210,
+            first_sleep: Duration::from_millis(1),
+            max_sleep: Duration::from_millis(50),
+        }
+    }
+}
+
+/// What `abandon_waiting` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AbandonOutcome {
+    /// Every rank had attached: nothing was abandoned (the name was already unlinked).
+    AllAttached,
+    /// Some ranks had not attached; they never will. The name is unlinked.
+    Abandoned {
+        /// Ranks attached (creator included) when the door closed.
+        attached: u32,
+        /// Ranks that had not attached.
+        missing: Vec<u32>,
+    },
+}
+
+/// Why `try_attach` found nothing to attach to yet.
+#[derive(Clone, Copy, Debug)]
+enum NotReady {
+    Missing,
+    Unsized,
+    Uninitialized,
+}
+
+impl NotReady {
+    fn describe(self) -> &'static str {
+        match self {
+            Self::Missing => "no such segment",
+            Self::Unsized => "segment exists but has size 0",
+            Self::Uninitialized => "segment exists but is not initialised (magic 0)",
+        }
+    }
+}
+
+/// One process's view of the node's shared segment.
+pub struct Segment {
+    shared: Arc<SegShared>,
+    rank: u32,
+    leader: bool,
+}
+
+impl fmt::Debug for Segment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Segment")
+            .field("name", &self.shared.name.as_str())
+            .field("rank", &self.rank)
+            .field("leader", &self.leader)
+            .field("size", &self.shared.layout.total_size())
+            .finish()
+    }
+}
+
+/// Publishes this process in its (already claimed) rank entry: the probe address first,
+/// then the pid with Release, so a reader that sees the pid (Acquire) sees the address.
+fn register_self(entry: &RankEntry) {
+    entry
+        .cma_probe_addr
+        .store(cma::probe_word_addr() as u64, Relaxed);
+    entry.pid.store(std::process::id(), Release);
+}
+
+impl Segment {
+    /// Creates the segment as local rank `my_rank` (the leader), initialised and counted as
+    /// attached. Fails with `AlreadyExists` if the name is taken. On any failure after
+    /// `shm_open` the name is unlinked again.
+    pub fn create(
+        name: &SegmentName,
+        params: &LayoutParams,
+        my_rank: u32,
+    ) -> Result<Self, ShmError> {
+        let layout = Layout::compute(params)?;
+        if my_rank >= layout.nranks() {
+            return Err(ShmError::RankOutOfRange {
+                rank: my_rank,
+                nranks: layout.nranks(),
+            });
+        }
+        let os = |op| {
+            move |source| ShmError::Os {
+                op,
+                name: name.to_string(),
+                source,
+            }
+        };
+        let fd = sys::shm_open(
+            name.as_cstr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+            0o600,
+        )
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::EEXIST) {
+                ShmError::AlreadyExists {
+                    name: name.to_string(),
+                }
+            } else {
+                os("shm_open(O_CREAT|O_EXCL)")(e)
+            }
+        })?;
+        let total = layout.total_size();
+        let mapped = (|| {
+            sys::fchmod(&fd, 0o600).map_err(os("fchmod"))?;
+            sys::ftruncate(&fd, total).map_err(os("ftruncate"))?;
+            sys::fallocate(&fd, total)
+                .map_err(os("posix_fallocate (is /dev/shm large enough?)"))?;
+            // Layout::compute checked that the total fits in usize.
+            let len = total as usize;
+            let ptr = sys::mmap_shared(&fd, len).map_err(os("mmap"))?;
+            // SAFETY: `ptr`/`len` is the mapping mmap_shared just returned; only the
+            // Mapping will unmap it.
+            Ok(unsafe { Mapping::from_raw(ptr, len) })
+        })();
+        drop(fd);
+        let map = match mapped {
+            Ok(m) => m,
+            Err(e) => {
+                // We created the name (O_EXCL): remove it again. Nothing else to report.
+                let _ = sys::shm_unlink(name.as_cstr());
+                return Err(e);
+            }
+        };
+        let shared = Arc::new(SegShared {
+            map,
+            layout,
+            name: name.clone(),
+        });
+        init_segment(&shared, my_rank);
+        let seg = Self {
+            shared,
+            rank: my_rank,
+            leader: true,
+        };
+        if layout.nranks() == 1 {
+            seg.shared.unlink_once()?;
+        }
+        Ok(seg)
+    }
+
+    /// One attempt to attach as `my_rank`. `Ok(None)`: the leader has not created or
+    /// initialised the segment yet (try again later). Errors are final.
+    pub fn try_attach(name: &SegmentName, my_rank: u32) -> Result<Option<Self>, ShmError> {
+        Self::attach_once(name, my_rank).map(Result::ok)
+    }
+
+    /// Attaches as `my_rank`, retrying per `retry` while the segment is not there yet.
+    /// Sleeps (std::thread::sleep) between attempts; no other clock is read.
+    pub fn attach(name: &SegmentName, my_rank: u32, retry: &Retry) -> Result<Self, ShmError> {
+        let mut sleep = retry.first_sleep;
+        let attempts = retry.attempts.max(1);
+        let mut last = NotReady::Missing;
+        for i in 0..attempts {
+            match Self::attach_once(name, my_rank)? {
+                Ok(seg) => return Ok(seg),
+                Err(nr) => last = nr,
+            }
+            if i + 1 < attempts {
+                std::thread::sleep(sleep);
+                sleep = (sleep * 2).min(retry.max_sleep);
+            }
+        }
+        Err(ShmError::AttachTimeout {
+            name: name.to_string(),
+            attempts,
+            last: last.describe(),
+        })
+    }
+
+    fn attach_once(name: &SegmentName, my_rank: u32) -> Result<Result<Self, NotReady>, ShmError> {
+        let os = |op| {
+            move |source| ShmError::Os {
+                op,
+                name: name.to_string(),
+                source,
+            }
+        };
+        let fd = match sys::shm_open(name.as_cstr(), libc::O_RDWR, 0) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Err(NotReady::Missing)),
+            Err(e) => return Err(os("shm_open(O_RDWR)")(e)),
+        };
+        let file = sys::fstat_size(&fd).map_err(os("fstat"))?;
+        if file == 0 {
+            // Between the leader's shm_open and its ftruncate.
+            return Ok(Err(NotReady::Unsized));
+        }
+        let size_err = |header, layout| ShmError::SizeMismatch {
+            name: name.to_string(),
+            header,
+            file,
+            layout,
+        };
+        if file < HEADER_BYTES {
+            return Err(size_err(0, 0));
+        }
+        let len = usize::try_from(file).map_err(|_| size_err(0, 0))?;
+        let ptr = sys::mmap_shared(&fd, len).map_err(os("mmap"))?;
+        drop(fd);
+        // SAFETY: `ptr`/`len` is the mapping mmap_shared just returned; only the Mapping
+        // will unmap it.
+        let map = unsafe { Mapping::from_raw(ptr, len) };
+        let id = &map.get::<SegmentHeader>(0).id.0;
+        // Acquire: pairs with the leader's Release store of MAGIC after initialisation.
+        let magic = id.magic.load(Acquire);
+        if magic == 0 {
+            return Ok(Err(NotReady::Uninitialized));
+        }
+        if magic != MAGIC {
+            return Err(ShmError::BadMagic {
+                name: name.to_string(),
+                found: magic,
+            });
+        }
+        let version = id.version.load(Relaxed);
+        if version != LAYOUT_VERSION {
+            return Err(ShmError::VersionMismatch {
+                name: name.to_string(),
+                found: version,
+                expected: LAYOUT_VERSION,
+            });
+        }
+        let params = LayoutParams {
+            nranks: id.nranks.load(Relaxed),
+            fifo_size: id.fifo_size.load(Relaxed),
+            eager_size: id.eager_size.load(Relaxed),
+            eager_count: id.eager_count.load(Relaxed),
+            max_size: id.max_size.load(Relaxed),
+            max_count: id.max_count.load(Relaxed),
+        };
+        let layout = Layout::compute(&params)?;
+        let header_size = id.total_size.load(Relaxed);
+        if header_size != file || layout.total_size() != file {
+            return Err(size_err(header_size, layout.total_size()));
+        }
+        if my_rank >= layout.nranks() {
+            return Err(ShmError::RankOutOfRange {
+                rank: my_rank,
+                nranks: layout.nranks(),
+            });
+        }
+        let shared = Arc::new(SegShared {
+            map,
+            layout,
+            name: name.clone(),
+        });
+        for r in 0..layout.nranks() {
+            let e = shared.rank_entry(r);
+            if e.fifo_off.load(Relaxed) != layout.fifo_ctrl_off(r)
+                || e.eager_off.load(Relaxed) != layout.pool_off(r, PoolKind::Eager)
+                || e.max_off.load(Relaxed) != layout.pool_off(r, PoolKind::Max)
+            {
+                return Err(ShmError::SizeMismatch {
+                    name: name.to_string(),
+                    header: header_size,
+                    file,
+                    layout: layout.total_size(),
+                });
+            }
+        }
+        let entry = shared.rank_entry(my_rank);
+        if entry
+            .attached
+            .compare_exchange(0, 1, AcqRel, Acquire)
+            .is_err()
+        {
+            return Err(ShmError::RankAlreadyAttached {
+                name: name.to_string(),
+                rank: my_rank,
+            });
+        }
+        register_self(entry);
+        let state = &shared.header().state.0;
+        let mut cur = state.attached.load(Acquire);
+        let count = loop {
+            if cur & ABANDONED_BIT != 0 {
+                entry.pid.store(0, Relaxed);
+                entry.attached.store(0, Release);
+                return Err(ShmError::Abandoned {
+                    name: name.to_string(),
+                });
+            }
+            // AcqRel: our rank entry (pid, probe address) is visible to whoever sees the
+            // new count, and we see everything the earlier attachers published.
+            match state
+                .attached
+                .compare_exchange_weak(cur, cur + 1, AcqRel, Acquire)
+            {
+                Ok(_) => break cur + 1,
+                Err(now) => cur = now,
+            }
+        };
+        let seg = Self {
+            shared,
+            rank: my_rank,
+            leader: false,
+        };
+        if count == layout.nranks() {
+            seg.shared.unlink_once()?;
+        }
+        Ok(Ok(seg))
+    }
+
+    /// The leader's give-up path when peers are late: closes the door (no attach succeeds
+    /// afterwards; one in progress either completed before or fails with `Abandoned`) and
+    /// unlinks the name. Ranks already attached keep working. Idempotent.
+    pub fn abandon_waiting(&self) -> Result<AbandonOutcome, ShmError> {
+        let state = &self.shared.header().state.0;
+        let prev = state.attached.fetch_or(ABANDONED_BIT, AcqRel);
+        self.shared.unlink_once()?;
+        let attached = prev & !ABANDONED_BIT;
+        if attached >= self.nranks() {
+            return Ok(AbandonOutcome::AllAttached);
+        }
+        let missing = (0..self.nranks())
+            .filter(|&r| self.shared.rank_entry(r).attached.load(Acquire) == 0)
+            .collect();
+        Ok(AbandonOutcome::Abandoned { attached, missing })
+    }
+
+    /// On the leader's error paths: make sure no name is left behind and no late peer
+    /// attaches to a segment nobody will serve. No effect on a non-leader.
+    pub fn unlink_if_leader_on_failure(&self) -> Result<(), ShmError> {
+        if self.leader {
+            self.shared
+                .header()
+                .state
+                .0
+                .attached
+                .fetch_or(ABANDONED_BIT, AcqRel);
+            self.shared.unlink_once()?;
+        }
+        Ok(())
+    }
+
+    /// The segment name.
+    pub fn name(&self) -> &SegmentName {
+        &self.shared.name
+    }
+    /// This process's local rank.
+    pub fn local_rank(&self) -> u32 {
+        self.rank
+    }
+    /// True in the process that created the segment.
+    pub fn is_leader(&self) -> bool {
+        self.leader
+    }
+    /// Number of local ranks.
+    pub fn nranks(&self) -> u32 {
+        self.shared.layout.nranks()
+    }
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.shared.layout
+    }
+    /// Ranks attached so far (creator included).
+    pub fn attached_count(&self) -> u32 {
+        self.shared.header().state.0.attached.load(Acquire) & !ABANDONED_BIT
+    }
+    /// True once every rank has attached (the start-up barrier's condition).
+    pub fn all_attached(&self) -> bool {
+        self.attached_count() == self.nranks()
+    }
+    /// True once the name has been removed from /dev/shm.
+    pub fn is_unlinked(&self) -> bool {
+        self.shared.header().state.0.unlinked.load(Acquire) != 0
+    }
+    /// True once `abandon_waiting` or `unlink_if_leader_on_failure` has run.
+    pub fn is_abandoned(&self) -> bool {
+        self.shared.header().state.0.attached.load(Acquire) & ABANDONED_BIT != 0
+    }
+    fn entry(&self, r: u32) -> Option<&RankEntry> {
+        (r < self.nranks()).then(|| self.shared.rank_entry(r))
+    }
+    /// Process id of rank `r`, once it has attached (`None` before, or if `r` is out of
+    /// range). Reliable for every rank once [`all_attached`](Self::all_attached).
+    pub fn peer_pid(&self, r: u32) -> Option<u32> {
+        let pid = self.entry(r)?.pid.load(Acquire);
+        (pid != 0).then_some(pid)
+    }
+    /// Address (in rank `r`'s process) of its CMA probe word, for [`cma::probe`], once
+    /// rank `r` has attached.
+    pub fn peer_cma_probe_addr(&self, r: u32) -> Option<usize> {
+        let e = self.entry(r)?;
+        // Acquire on pid: pairs with register_self's Release, so the address is there.
+        (e.pid.load(Acquire) != 0).then(|| e.cma_probe_addr.load(Relaxed) as usize)
+    }
+
+    /// A writer into `receiver`'s FIFO (any rank, including this one).
+    pub fn fifo_writer(&self, receiver: u32) -> Result<FifoWriter, ShmError> {
+        if receiver >= self.nranks() {
+            return Err(ShmError::RankOutOfRange {
+                rank: receiver,
+                nranks: self.nranks(),
+            });
+        }
+        Ok(FifoWriter {
+            seg: Arc::clone(&self.shared),
+            receiver,
+        })
+    }
+
+    /// The reader of this rank's own FIFO. Only one may exist at a time (across all
+    /// processes); dropping it saves its position and frees the claim.
+    pub fn fifo_reader(&self) -> Result<FifoReader, ShmError> {
+        let ctrl = self
+            .shared
+            .map
+            .get::<FifoCtrl>(self.shared.layout.fifo_ctrl_off(self.rank));
+        // Acquire: pairs with the Release in FifoReader::drop, so the saved head is seen.
+        if ctrl
+            .reader
+            .0
+            .claimed
+            .compare_exchange(0, 1, Acquire, Relaxed)
+            .is_err()
+        {
+            return Err(ShmError::ReaderBusy { rank: self.rank });
+        }
+        Ok(FifoReader {
+            seg: Arc::clone(&self.shared),
+            rank: self.rank,
+            head: ctrl.reader.0.head.load(Relaxed),
+        })
+    }
+
+    /// This rank's fragment pools. Claimable once per segment: the free lists live in this
+    /// process only (only the owner allocates), so a second pool would hand out fragments
+    /// that are in flight.
+    pub fn frag_pool(&self) -> Result<FragPool, ShmError> {
+        let e = self.shared.rank_entry(self.rank);
+        if e.pool_claimed
+            .compare_exchange(0, 1, AcqRel, Relaxed)
+            .is_err()
+        {
+            return Err(ShmError::PoolClaimed { rank: self.rank });
+        }
+        Ok(FragPool::new(Arc::clone(&self.shared), self.rank))
+    }
+}
+
+/// Initialises a freshly created (zero-filled) segment and publishes it.
+fn init_segment(s: &SegShared, leader: u32) {
+    let l = &s.layout;
+    let p = l.params();
+    let hdr = s.header();
+    let id = &hdr.id.0;
+    id.version.store(LAYOUT_VERSION, Relaxed);
+    id.nranks.store(p.nranks, Relaxed);
+    id.total_size.store(l.total_size(), Relaxed);
+    id.fifo_size.store(p.fifo_size, Relaxed);
+    id.eager_size.store(p.eager_size, Relaxed);
+    id.eager_count.store(p.eager_count, Relaxed);
+    id.max_size.store(p.max_size, Relaxed);
+    id.max_count.store(p.max_count, Relaxed);
+    id.leader_rank.store(leader, Relaxed);
+    id.leader_pid.store(std::process::id(), Relaxed);
+    hdr.state.0.attached.store(1, Relaxed);
+    hdr.state.0.unlinked.store(0, Relaxed);
+    for r in 0..p.nranks {
+        let e = s.rank_entry(r);
+        e.fifo_off.store(l.fifo_ctrl_off(r), Relaxed);
+        e.eager_off.store(l.pool_off(r, PoolKind::Eager), Relaxed);
+        e.max_off.store(l.pool_off(r, PoolKind::Max), Relaxed);
+        fifo::init(
+            s.map.get::<FifoCtrl>(l.fifo_ctrl_off(r)),
+            s.map
+                .slice::<Slot>(l.fifo_slots_off(r), p.fifo_size as usize),
+        );
+        for kind in [PoolKind::Eager, PoolKind::Max] {
+            for i in 0..l.frag_count(kind) {
+                let off = l.frag_off(r, kind, i);
+                let h = s.map.get::<FragHeader>(off);
+                h.self_offset.store(off, Relaxed);
+                h.owner.store(r, Relaxed);
+            }
+        }
+    }
+    let me = s.rank_entry(leader);
+    me.attached.store(1, Relaxed);
+    register_self(me);
+    // Release: everything above happens-before any attacher's Acquire load of the magic.
+    id.magic.store(MAGIC, Release);
+}
