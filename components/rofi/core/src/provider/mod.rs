@@ -1,0 +1,103 @@
+//! Choosing the libfabric provider: name filters, capability checks, default preference.
+//!
+//! The glue runs `fi_getinfo` with hints asking for FI_EP_RDM + FI_TAGGED, converts each
+//! returned `fi_info` into a [`ProviderInfo`], and calls [`select`]. The answer says which
+//! entry to open, with its [`crate::tag::TagLayout`] and scalable-endpoint plan already
+//! validated, and why every other entry was passed over — so "no provider fits" is a
+//! message that names the reason for each candidate, not a silent fallback.
+//!
+//! # Default policy (no include or exclude list)
+//! The C MTL excludes `shm,sockets,tcp,udp,rstream,usnic` by default, which leaves nothing on
+//! a machine with only software providers. We exclude nothing and instead *order*
+//! the candidates, stable within a tier (libfabric already lists its best first):
+//!
+//! | tier | providers | why |
+//! |---|---|---|
+//! | 0 | anything not listed below (psm2, psm3, opx, cxi, efa, verbs;ofi_rxm, …) | real hardware |
+//! | 1 | `tcp;ofi_rxm`, `net;ofi_rxm`, `tcp`, `net` | the maintained software path; any job shape |
+//! | 2 | `shm` (single-node jobs only) | fallback when no network provider is present |
+//! | 3 | `udp;ofi_rxd` | reliability in software over datagrams: works, slower |
+//! | 4 | `sockets` | deprecated upstream; last, but the only one here allowing SEP |
+//!
+//! `tcp;ofi_rxm` ranks above `shm` even on one node so that a program selects the same
+//! provider (and tag layout) on one node as on many; `--mca mtl_rofi_provider_include shm`
+//! opts into shared memory. Loopback-only fabrics (`lo`, 127.0.0.0/8, ::1) are rejected for
+//! multi-node jobs, and `shm` is rejected for them whatever the lists say, because neither
+//! can reach another node and failing here gives a clearer message than `fi_av_insert`.
+//!
+//! With an include list, its order is the preference order (`include=shm,tcp` prefers
+//! shm). With an exclude list, the default order applies to what is left.
+
+mod filter;
+mod select;
+
+#[cfg(test)]
+mod tests;
+
+pub use filter::{FilterError, NameFilter, NameRejection};
+pub use select::{Chosen, Outcome, Rejection, Requirements, Selection, Tier, Verdict, select};
+
+use crate::tag::TagCaps;
+
+/// The parts of one `fi_info` entry that selection looks at.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProviderInfo {
+    /// `fabric_attr->prov_name`, e.g. `"tcp;ofi_rxm"` (layered providers joined by `;`).
+    pub name: String,
+    /// `fabric_attr->name`, e.g. `"192.0.2.0/24"`; only used for messages and loopback.
+    pub fabric: String,
+    /// `domain_attr->name`, e.g. `"eth0"`, `"lo"`.
+    pub domain: String,
+    /// `ep_attr->type == FI_EP_RDM`.
+    pub ep_rdm: bool,
+    /// `caps & FI_TAGGED`.
+    pub tagged: bool,
+    /// `caps & FI_DIRECTED_RECV`.
+    pub directed_recv: bool,
+    /// `domain_attr->cq_data_size`.
+    pub cq_data_size: usize,
+    /// `tx_attr->inject_size`: blocking sends up to this size use `fi_tinject`.
+    pub inject_size: usize,
+    /// `ep_attr->max_msg_size`.
+    pub max_msg_size: u64,
+    /// `ep_attr->mem_tag_format`.
+    pub mem_tag_format: u64,
+    /// `domain_attr->max_ep_tx_ctx`.
+    pub max_ep_tx_ctx: usize,
+    /// `domain_attr->max_ep_rx_ctx`.
+    pub max_ep_rx_ctx: usize,
+    /// `domain_attr->threading == FI_THREAD_SAFE`.
+    pub thread_safe: bool,
+}
+
+impl ProviderInfo {
+    /// What the tag layout needs to know about this provider.
+    #[must_use]
+    pub fn tag_caps(&self) -> TagCaps {
+        TagCaps {
+            cq_data_size: self.cq_data_size,
+            directed_recv: self.directed_recv,
+            mem_tag_format: self.mem_tag_format,
+        }
+    }
+
+    /// The innermost provider of a layered name (`"tcp;ofi_rxm"` → `"tcp"`), lower-cased.
+    #[must_use]
+    pub fn core_name(&self) -> String {
+        self.name
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+    }
+
+    /// Whether this entry only reaches this host (loopback interface).
+    #[must_use]
+    pub fn is_loopback(&self) -> bool {
+        self.domain == "lo"
+            || self.fabric.starts_with("127.")
+            || self.fabric.starts_with("::1/")
+            || self.fabric == "::1"
+    }
+}

@@ -1,0 +1,212 @@
+//! Ranking candidates and checking each against what the job needs.
+
+use std::fmt;
+
+use super::{NameFilter, NameRejection, ProviderInfo};
+use crate::context::{SepError, SepPlan, SepRequest};
+use crate::tag::{TagError, TagLayout, TagMode};
+
+/// What the job needs from a provider.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Requirements {
+    /// `mtl_rofi_tag_mode`.
+    pub tag_mode: TagMode,
+    /// MPI_THREAD_MULTIPLE was requested: the domain must be FI_THREAD_SAFE.
+    pub thread_multiple: bool,
+    /// Every rank of the job is on this node (shm and loopback fabrics suffice).
+    pub single_node: bool,
+    /// `mtl_rofi_enable_sep`: scalable endpoints with this many contexts.
+    pub sep: Option<SepRequest>,
+}
+
+/// Default preference tier; lower is preferred. See the module docs for the rationale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tier {
+    Hardware,
+    Tcp,
+    SharedMemory,
+    Udp,
+    Sockets,
+}
+
+impl Tier {
+    /// The tier of a provider under the default policy, from its innermost name.
+    #[must_use]
+    pub fn of(info: &ProviderInfo) -> Tier {
+        match info.core_name().as_str() {
+            "tcp" | "net" => Tier::Tcp,
+            "shm" => Tier::SharedMemory,
+            "udp" => Tier::Udp,
+            "sockets" => Tier::Sockets,
+            _ => Tier::Hardware,
+        }
+    }
+}
+
+/// Why a candidate cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    Name(NameRejection),
+    /// Not an FI_EP_RDM endpoint with FI_TAGGED: the MTL needs tagged reliable datagrams.
+    NotTaggedRdm,
+    /// MPI_THREAD_MULTIPLE needs FI_THREAD_SAFE.
+    NotThreadSafe,
+    /// shm cannot reach ranks on other nodes.
+    SharedMemoryMultiNode,
+    /// A loopback fabric cannot reach ranks on other nodes.
+    LoopbackMultiNode,
+    /// The tag mode does not fit this provider.
+    Tag(TagError),
+    /// Scalable endpoints were requested and this provider cannot give them.
+    Sep(SepError),
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Name(n) => n.fmt(f),
+            Rejection::NotTaggedRdm => f.write_str("not a tagged FI_EP_RDM endpoint"),
+            Rejection::NotThreadSafe => {
+                f.write_str("MPI_THREAD_MULTIPLE needs FI_THREAD_SAFE, the provider is not")
+            }
+            Rejection::SharedMemoryMultiNode => {
+                f.write_str("shm reaches only this node and the job spans several")
+            }
+            Rejection::LoopbackMultiNode => {
+                f.write_str("loopback fabric reaches only this node and the job spans several")
+            }
+            Rejection::Tag(e) => e.fmt(f),
+            Rejection::Sep(e) => e.fmt(f),
+        }
+    }
+}
+
+/// What happened to one candidate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Chosen,
+    /// Usable, but a preferred candidate was chosen.
+    Acceptable,
+    Rejected(Rejection),
+}
+
+/// One line of the selection report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Index into the candidate slice given to [`select`].
+    pub index: usize,
+    pub name: String,
+    pub fabric: String,
+    pub outcome: Outcome,
+}
+
+/// The candidate to open, with everything derived from it already validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chosen {
+    /// Index into the candidate slice given to [`select`].
+    pub index: usize,
+    pub layout: TagLayout,
+    /// Present iff scalable endpoints were requested.
+    pub sep: Option<SepPlan>,
+}
+
+/// Result of [`select`]: the choice (if any) and a verdict per candidate, in the order
+/// they were considered (preference order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    pub chosen: Option<Chosen>,
+    pub verdicts: Vec<Verdict>,
+}
+
+impl Selection {
+    /// Multi-line text for show_help / verbose output: one candidate per line.
+    #[must_use]
+    pub fn report(&self) -> String {
+        let mut s = String::new();
+        for v in &self.verdicts {
+            let what = match &v.outcome {
+                Outcome::Chosen => "selected".to_owned(),
+                Outcome::Acceptable => "usable, not preferred".to_owned(),
+                Outcome::Rejected(r) => format!("rejected: {r}"),
+            };
+            s.push_str(&format!("  {} [{}]: {what}\n", v.name, v.fabric));
+        }
+        if self.verdicts.is_empty() {
+            s.push_str("  (libfabric returned no tagged RDM provider)\n");
+        }
+        s
+    }
+}
+
+fn check(
+    info: &ProviderInfo,
+    filter: &NameFilter,
+    req: &Requirements,
+) -> Result<Chosen, Rejection> {
+    filter.check(&info.name).map_err(Rejection::Name)?;
+    if !(info.ep_rdm && info.tagged) {
+        return Err(Rejection::NotTaggedRdm);
+    }
+    if req.thread_multiple && !info.thread_safe {
+        return Err(Rejection::NotThreadSafe);
+    }
+    if !req.single_node {
+        if Tier::of(info) == Tier::SharedMemory {
+            return Err(Rejection::SharedMemoryMultiNode);
+        }
+        if info.is_loopback() {
+            return Err(Rejection::LoopbackMultiNode);
+        }
+    }
+    let layout = TagLayout::resolve(req.tag_mode, &info.tag_caps()).map_err(Rejection::Tag)?;
+    let sep = match req.sep {
+        None => None,
+        Some(r) => Some(
+            SepPlan::compute(r, info.max_ep_tx_ctx, info.max_ep_rx_ctx).map_err(Rejection::Sep)?,
+        ),
+    };
+    Ok(Chosen {
+        index: 0,
+        layout,
+        sep,
+    })
+}
+
+/// Pick the most preferred acceptable candidate (see the module docs for the order).
+#[must_use]
+pub fn select(candidates: &[ProviderInfo], filter: &NameFilter, req: &Requirements) -> Selection {
+    let mut order: Vec<usize> = (0..candidates.len()).collect();
+    // Stable sort: ties keep libfabric's own order, which lists its best first.
+    match filter {
+        NameFilter::Include(_) => {
+            order.sort_by_key(|&i| {
+                filter
+                    .include_rank(&candidates[i].name)
+                    .unwrap_or(usize::MAX)
+            });
+        }
+        NameFilter::Default | NameFilter::Exclude(_) => {
+            order.sort_by_key(|&i| Tier::of(&candidates[i]));
+        }
+    }
+    let mut chosen = None;
+    let mut verdicts = Vec::with_capacity(candidates.len());
+    for i in order {
+        let info = &candidates[i];
+        let outcome = match check(info, filter, req) {
+            Err(r) => Outcome::Rejected(r),
+            Ok(_) if chosen.is_some() => Outcome::Acceptable,
+            Ok(c) => {
+                chosen = Some(Chosen { index: i, ..c });
+                Outcome::Chosen
+            }
+        };
+        verdicts.push(Verdict {
+            index: i,
+            name: info.name.clone(),
+            fabric: info.fabric.clone(),
+            outcome,
+        });
+    }
+    Selection { chosen, verdicts }
+}

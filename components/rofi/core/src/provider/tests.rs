@@ -1,0 +1,263 @@
+use super::*;
+use crate::context::SepRequest;
+use crate::tag::{LayoutKind, TagMode};
+
+fn prov(name: &str, fabric: &str, domain: &str) -> ProviderInfo {
+    ProviderInfo {
+        name: name.to_owned(),
+        fabric: fabric.to_owned(),
+        domain: domain.to_owned(),
+        ep_rdm: true,
+        tagged: true,
+        directed_recv: true,
+        cq_data_size: 8,
+        inject_size: 64,
+        max_msg_size: 1 << 30,
+        mem_tag_format: 0xAAAA_AAAA_AAAA_AAAA,
+        max_ep_tx_ctx: 1,
+        max_ep_rx_ctx: 1,
+        thread_safe: true,
+    }
+}
+
+/// The providers `fi_getinfo` returns on our build machine, in its order.
+fn this_machine() -> Vec<ProviderInfo> {
+    let mut sockets = prov("sockets", "192.0.2.0/24", "eth0");
+    sockets.max_ep_tx_ctx = 16;
+    sockets.max_ep_rx_ctx = 16;
+    sockets.inject_size = 255;
+    let mut rxm55 = prov("tcp;ofi_rxm", "192.0.2.0/24", "eth0");
+    rxm55.mem_tag_format = 0x5555_5555_5555_5555;
+    vec![
+        prov("tcp;ofi_rxm", "192.0.2.0/24", "eth0"),
+        rxm55,
+        prov("tcp;ofi_rxm", "127.0.0.1/32", "lo"),
+        prov("net", "192.0.2.0/24", "eth0"),
+        prov("net;ofi_rxm", "::1/128", "lo"),
+        prov("udp;ofi_rxd", "192.0.2.0/24", "eth0"),
+        prov("shm", "shm", "shm"),
+        sockets,
+    ]
+}
+
+fn req() -> Requirements {
+    Requirements {
+        single_node: true,
+        ..Requirements::default()
+    }
+}
+
+fn chosen_name(c: &[ProviderInfo], f: &NameFilter, r: &Requirements) -> Option<String> {
+    select(c, f, r).chosen.map(|ch| c[ch.index].name.clone())
+}
+
+#[test]
+fn default_policy_works_with_only_software_providers() {
+    let c = this_machine();
+    let s = select(&c, &NameFilter::Default, &req());
+    let ch = s.chosen.unwrap();
+    assert_eq!(ch.index, 0);
+    assert_eq!(ch.layout.kind(), LayoutKind::Full);
+    assert_eq!(s.verdicts.len(), c.len());
+    assert_eq!(s.verdicts[0].outcome, Outcome::Chosen);
+    assert!(
+        s.verdicts[1..]
+            .iter()
+            .all(|v| v.outcome == Outcome::Acceptable)
+    );
+    // Preference order: tcp-like, shm, udp, sockets.
+    let names: Vec<&str> = s.verdicts.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "tcp;ofi_rxm",
+            "tcp;ofi_rxm",
+            "tcp;ofi_rxm",
+            "net",
+            "net;ofi_rxm",
+            "shm",
+            "udp;ofi_rxd",
+            "sockets"
+        ]
+    );
+}
+
+#[test]
+fn hardware_providers_come_first_wherever_libfabric_lists_them() {
+    let mut c = this_machine();
+    c.push(prov("psm3", "IB-0x80fe", "hfi1_0"));
+    assert_eq!(
+        chosen_name(&c, &NameFilter::Default, &req()).unwrap(),
+        "psm3"
+    );
+    let only_local = vec![prov("sockets", "x", "eth0"), prov("shm", "shm", "shm")];
+    assert_eq!(
+        chosen_name(&only_local, &NameFilter::Default, &req()).unwrap(),
+        "shm"
+    );
+}
+
+#[test]
+fn multi_node_jobs_skip_shm_and_loopback() {
+    let c = vec![
+        prov("shm", "shm", "shm"),
+        prov("tcp;ofi_rxm", "127.0.0.1/32", "lo"),
+        prov("net;ofi_rxm", "::1/128", "lo"),
+        prov("sockets", "192.0.2.0/24", "eth0"),
+    ];
+    let r = Requirements {
+        single_node: false,
+        ..req()
+    };
+    let s = select(&c, &NameFilter::Default, &r);
+    assert_eq!(c[s.chosen.unwrap().index].name, "sockets");
+    let rej: Vec<_> = s
+        .verdicts
+        .iter()
+        .filter_map(|v| match &v.outcome {
+            Outcome::Rejected(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        rej,
+        [
+            Rejection::LoopbackMultiNode,
+            Rejection::LoopbackMultiNode,
+            Rejection::SharedMemoryMultiNode
+        ]
+    );
+    // Even an explicit include cannot make shm reach another node.
+    let inc = NameFilter::from_params(Some("shm"), None).unwrap();
+    assert_eq!(chosen_name(&c, &inc, &r), None);
+}
+
+#[test]
+fn include_list_is_a_case_insensitive_prefix_preference_order() {
+    let c = this_machine();
+    let f = NameFilter::from_params(Some("shm, TCP"), None).unwrap();
+    let s = select(&c, &f, &req());
+    assert_eq!(c[s.chosen.unwrap().index].name, "shm");
+    assert_eq!(s.verdicts[1].name, "tcp;ofi_rxm");
+    let excluded = s
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome == Outcome::Rejected(Rejection::Name(NameRejection::NotIncluded)))
+        .count();
+    assert_eq!(excluded, 4, "net, net;ofi_rxm, udp;ofi_rxd, sockets");
+    let f = NameFilter::from_params(Some("udp;OFI_RXD"), Some("")).unwrap();
+    assert_eq!(chosen_name(&c, &f, &req()).unwrap(), "udp;ofi_rxd");
+}
+
+#[test]
+fn exclude_list_keeps_the_default_order_for_the_rest() {
+    let c = this_machine();
+    let f = NameFilter::from_params(None, Some("tcp")).unwrap();
+    assert_eq!(chosen_name(&c, &f, &req()).unwrap(), "net");
+    let f = NameFilter::from_params(Some(""), Some("tcp,net,shm")).unwrap();
+    let s = select(&c, &f, &req());
+    assert_eq!(c[s.chosen.unwrap().index].name, "udp;ofi_rxd");
+    assert!(
+        s.verdicts.iter().any(|v| v.outcome
+            == Outcome::Rejected(Rejection::Name(NameRejection::Excluded("tcp".into()))))
+    );
+    // The C default exclude list, set explicitly, leaves nothing here.
+    let f = NameFilter::from_params(None, Some("shm,sockets,tcp,udp,rstream,usnic,net")).unwrap();
+    let s = select(&c, &f, &req());
+    assert!(s.chosen.is_none());
+    assert!(s.report().contains("excluded by \"tcp\""), "{}", s.report());
+}
+
+#[test]
+fn lists_are_mutually_exclusive_and_empty_means_unset() {
+    let e = NameFilter::from_params(Some("tcp"), Some("shm")).unwrap_err();
+    assert!(e.to_string().contains("mutually exclusive"));
+    assert_eq!(
+        NameFilter::from_params(Some(""), Some("")),
+        Ok(NameFilter::Default)
+    );
+    assert_eq!(
+        NameFilter::from_params(Some(" , "), None),
+        Ok(NameFilter::Default)
+    );
+    assert_eq!(NameFilter::from_params(None, None), Ok(NameFilter::Default));
+    assert_eq!(
+        NameFilter::from_params(Some(" , "), Some("psm2")),
+        Ok(NameFilter::Exclude(vec!["psm2".into()]))
+    );
+    // Prefix, not substring: "rxm" does not match "tcp;ofi_rxm".
+    let f = NameFilter::from_params(Some("rxm"), None).unwrap();
+    assert_eq!(f.check("tcp;ofi_rxm"), Err(NameRejection::NotIncluded));
+}
+
+#[test]
+fn capability_checks_reject_with_reasons_and_fall_through() {
+    let mut no_tag = prov("verbs;ofi_rxm", "mlx5", "mlx5_0");
+    no_tag.tagged = false;
+    let mut no_dr = prov("cxi", "cxi0", "cxi0");
+    no_dr.directed_recv = false;
+    let mut not_safe = prov("opx", "opx", "hfi1_0");
+    not_safe.thread_safe = false;
+    let mut reserved = prov("efa", "efa", "rdmap0");
+    reserved.mem_tag_format = 0x00FF_FFFF_FFFF_FFFF;
+    let c = vec![
+        no_tag,
+        no_dr,
+        not_safe,
+        reserved,
+        prov("tcp;ofi_rxm", "n", "eth0"),
+    ];
+    let r = Requirements {
+        tag_mode: TagMode::OfiTagFull,
+        thread_multiple: true,
+        ..req()
+    };
+    let s = select(&c, &NameFilter::Default, &r);
+    // efa keeps 22 CID bits (30 - 8 reserved): enough for full mode, and hardware wins.
+    assert_eq!(s.chosen.unwrap().index, 3);
+    let outcomes: Vec<_> = s.verdicts.iter().map(|v| v.outcome.clone()).collect();
+    assert_eq!(outcomes[0], Outcome::Rejected(Rejection::NotTaggedRdm));
+    assert!(matches!(outcomes[1], Outcome::Rejected(Rejection::Tag(_))));
+    assert_eq!(outcomes[2], Outcome::Rejected(Rejection::NotThreadSafe));
+    assert_eq!(outcomes[3], Outcome::Chosen);
+    assert_eq!(outcomes[4], Outcome::Acceptable);
+    let r1 = Requirements {
+        tag_mode: TagMode::OfiTag1,
+        ..r
+    };
+    // tag_1 has 12 CID bits: 8 reserved leaves 4, too few.
+    let s = select(&c[3..4], &NameFilter::Default, &r1);
+    assert!(s.chosen.is_none());
+    assert!(s.report().contains("not enough tag bits"), "{}", s.report());
+}
+
+#[test]
+fn sep_requests_pick_a_provider_with_contexts() {
+    let c = this_machine();
+    let r = Requirements {
+        sep: Some(SepRequest {
+            num_ctxts: 4,
+            local_ranks: 2,
+        }),
+        ..req()
+    };
+    let s = select(&c, &NameFilter::Default, &r);
+    let ch = s.chosen.unwrap();
+    assert_eq!(c[ch.index].name, "sockets");
+    assert_eq!(ch.sep.unwrap().num_ctxts, 4);
+    assert!(s.report().contains("scalable endpoints unavailable"));
+    assert!(
+        select(&c, &NameFilter::Default, &req())
+            .chosen
+            .unwrap()
+            .sep
+            .is_none()
+    );
+}
+
+#[test]
+fn empty_candidate_list_reports_it() {
+    let s = select(&[], &NameFilter::Default, &req());
+    assert!(s.chosen.is_none());
+    assert!(s.report().contains("no tagged RDM provider"));
+}

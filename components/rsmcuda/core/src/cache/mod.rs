@@ -1,0 +1,401 @@
+//! Cache of remote GPU allocations opened through CUDA IPC.
+//!
+//! Opening a peer's IPC handle costs tens of microseconds, so the receiver of an RGET
+//! keeps mappings open. Entries are keyed by (peer, allocation base) and remember the
+//! 64-byte handle they were opened with.
+//!
+//! Rules (each tested against a fake GPU in `tests.rs`):
+//! - A lookup with the same handle is a hit and takes a reference; no driver call.
+//! - A lookup with a *different* handle at the same base means the peer freed and
+//!   reallocated that memory: the old mapping is stale; it is closed now if unused, or as
+//!   soon as its last user releases it, and the new handle is opened.
+//! - A mapping in use (references > 0) is never closed.
+//! - Released mappings stay open and are evicted in true least-recently-released order
+//!   when the byte limit needs room (the C rgpusm prepends released entries and evicts the
+//!   first one, i.e. the *most* recently released).
+//! - `cached_bytes() <= size_limit` at all times (0 = unlimited). A mapping that cannot fit
+//!   even after evicting every released one (the in-use ones fill the budget, or it is
+//!   larger than the limit) is still opened, so the transfer proceeds, but it is
+//!   *uncached*: it does not count against the limit and is closed when released.
+//! - ALREADY_MAPPED from the driver: close the released mappings of that peer overlapping
+//!   the new range and retry; then close least-recently-released mappings one at a time,
+//!   retrying after each; fail when none is left.
+//! - Dropping the cache closes everything it opened.
+
+mod driver;
+mod stats;
+
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
+pub use driver::{IpcDriver, IpcHandle, OpenError};
+pub use stats::CacheStats;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// Identifies the peer process (its local rank).
+pub type PeerId = u32;
+
+/// A reference taken by [`RemoteCache::lookup`]; give it back with [`RemoteCache::release`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MappingId(u64);
+
+/// Result of a lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    pub id: MappingId,
+    /// Local address of the remote allocation's base: the copy source for remote address
+    /// `a` is `mapped_base + (a - base)`.
+    pub mapped_base: u64,
+    /// Served without opening.
+    pub hit: bool,
+}
+
+/// Cache settings (`rcache_rgpusm_*`-like MCA parameters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// Bytes of released-and-kept plus in-use mappings; 0 = unlimited.
+    pub size_limit: u64,
+    /// Keep mappings open after release (`leave_pinned`); false closes at release.
+    pub keep_released: bool,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            size_limit: 0,
+            keep_released: true,
+        }
+    }
+}
+
+/// Errors of the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheError {
+    /// The driver could not open the handle (after the ALREADY_MAPPED recovery).
+    Open(OpenError),
+    /// A zero-length allocation cannot be mapped.
+    ZeroSize,
+    /// The id is not a mapping of this cache (or was fully released and closed).
+    UnknownMapping(MappingId),
+    /// Released more often than looked up.
+    NotInUse(MappingId),
+}
+
+impl fmt::Display for CacheError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CacheError::Open(e) => write!(f, "cannot open remote GPU memory: {e}"),
+            CacheError::ZeroSize => f.write_str("remote GPU allocation of size 0"),
+            CacheError::UnknownMapping(id) => write!(f, "unknown mapping {id:?}"),
+            CacheError::NotInUse(id) => write!(f, "mapping {id:?} released more than taken"),
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    peer: PeerId,
+    base: u64,
+    size: u64,
+    handle: IpcHandle,
+    mapped: u64,
+    refs: u32,
+    /// Counts against the limit and survives release.
+    cached: bool,
+    /// Still reachable through the index (false once stale or cleared while in use).
+    indexed: bool,
+    /// Position in the LRU list while released.
+    stamp: Option<u64>,
+}
+
+/// The remote memory-handle cache of one BTL module (all peers).
+#[derive(Debug)]
+pub struct RemoteCache<D: IpcDriver> {
+    driver: D,
+    cfg: CacheConfig,
+    entries: HashMap<u64, Entry>,
+    // INVARIANT: index maps (peer, base) to an entry with indexed == true and that key;
+    // every indexed entry appears exactly once.
+    index: BTreeMap<(PeerId, u64), u64>,
+    // INVARIANT: lru holds exactly the entries with refs == 0 (all cached and indexed),
+    // keyed by their release stamp, oldest first.
+    lru: BTreeMap<u64, u64>,
+    // INVARIANT: cached_bytes == sum of size over cached entries <= cfg.size_limit when
+    // the limit is non-zero.
+    cached_bytes: u64,
+    next_id: u64,
+    next_stamp: u64,
+    stats: CacheStats,
+}
+
+impl<D: IpcDriver> RemoteCache<D> {
+    #[must_use]
+    pub fn new(driver: D, cfg: CacheConfig) -> Self {
+        RemoteCache {
+            driver,
+            cfg,
+            entries: HashMap::new(),
+            index: BTreeMap::new(),
+            lru: BTreeMap::new(),
+            cached_bytes: 0,
+            next_id: 0,
+            next_stamp: 0,
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// Map the peer's allocation `[base, base + size)` exported as `handle`, taking a
+    /// reference. `base`/`size` are the exporter's `cuMemGetAddressRange` of the buffer.
+    pub fn lookup(
+        &mut self,
+        peer: PeerId,
+        base: u64,
+        size: u64,
+        handle: &IpcHandle,
+    ) -> Result<Mapping, CacheError> {
+        if size == 0 {
+            return Err(CacheError::ZeroSize);
+        }
+        if let Some(&id) = self.index.get(&(peer, base)) {
+            let e = &self.entries[&id];
+            if e.handle == *handle && e.size == size {
+                return Ok(self.take(id));
+            }
+            self.stats.stale += 1;
+            self.detach(id);
+        }
+        self.stats.misses += 1;
+        if self.cfg.size_limit > 0 {
+            while self.cached_bytes + size > self.cfg.size_limit && self.evict_oldest() {}
+        }
+        let mapped = self.open(peer, base, size, handle)?;
+        let cached = self.cfg.keep_released
+            && (self.cfg.size_limit == 0 || self.cached_bytes + size <= self.cfg.size_limit);
+        if cached {
+            self.cached_bytes += size;
+        } else {
+            self.stats.uncached += 1;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.insert(
+            id,
+            Entry {
+                peer,
+                base,
+                size,
+                handle: *handle,
+                mapped,
+                refs: 1,
+                cached,
+                indexed: true,
+                stamp: None,
+            },
+        );
+        self.index.insert((peer, base), id);
+        Ok(Mapping {
+            id: MappingId(id),
+            mapped_base: mapped,
+            hit: false,
+        })
+    }
+
+    /// Give back a reference. The mapping stays open for later hits unless it is stale,
+    /// uncached, or the cache does not keep released mappings.
+    pub fn release(&mut self, id: MappingId) -> Result<(), CacheError> {
+        let e = self
+            .entries
+            .get_mut(&id.0)
+            .ok_or(CacheError::UnknownMapping(id))?;
+        if e.refs == 0 {
+            return Err(CacheError::NotInUse(id));
+        }
+        e.refs -= 1;
+        if e.refs > 0 {
+            return Ok(());
+        }
+        if e.cached && e.indexed {
+            let stamp = self.next_stamp;
+            self.next_stamp += 1;
+            e.stamp = Some(stamp);
+            self.lru.insert(stamp, id.0);
+        } else {
+            self.close(id.0);
+        }
+        Ok(())
+    }
+
+    /// Close every released mapping; mappings in use are detached and close on release.
+    pub fn clear(&mut self) {
+        let ids: Vec<u64> = self.index.values().copied().collect();
+        for id in ids {
+            self.detach(id);
+        }
+    }
+
+    /// Like [`RemoteCache::clear`] for one peer (it left the job).
+    pub fn forget_peer(&mut self, peer: PeerId) {
+        let ids: Vec<u64> = self
+            .index
+            .range((peer, 0)..=(peer, u64::MAX))
+            .map(|(_, &id)| id)
+            .collect();
+        for id in ids {
+            self.detach(id);
+        }
+    }
+
+    #[must_use]
+    pub fn stats(&self) -> &CacheStats {
+        &self.stats
+    }
+
+    /// Bytes counted against the limit.
+    #[must_use]
+    pub fn cached_bytes(&self) -> u64 {
+        self.cached_bytes
+    }
+
+    /// Mappings currently open (cached, uncached, stale-in-use).
+    #[must_use]
+    pub fn open_mappings(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Released mappings, least recently released first, as (peer, base).
+    #[must_use]
+    pub fn lru_order(&self) -> Vec<(PeerId, u64)> {
+        self.lru
+            .values()
+            .map(|id| {
+                let e = &self.entries[id];
+                (e.peer, e.base)
+            })
+            .collect()
+    }
+
+    #[must_use]
+    pub fn driver(&self) -> &D {
+        &self.driver
+    }
+
+    fn take(&mut self, id: u64) -> Mapping {
+        self.stats.hits += 1;
+        let e = self.entries.get_mut(&id).expect("indexed entry exists");
+        if let Some(stamp) = e.stamp.take() {
+            self.lru.remove(&stamp);
+        }
+        e.refs += 1;
+        Mapping {
+            id: MappingId(id),
+            mapped_base: e.mapped,
+            hit: true,
+        }
+    }
+
+    /// Remove from the index; close now if unused, else at the last release.
+    fn detach(&mut self, id: u64) {
+        let e = self.entries.get_mut(&id).expect("detached entry exists");
+        self.index.remove(&(e.peer, e.base));
+        e.indexed = false;
+        if e.refs == 0 {
+            self.close(id);
+        }
+    }
+
+    fn evict_oldest(&mut self) -> bool {
+        let Some((_, id)) = self.lru.pop_first() else {
+            return false;
+        };
+        self.stats.evictions += 1;
+        self.close(id);
+        true
+    }
+
+    fn close(&mut self, id: u64) {
+        let e = self.entries.remove(&id).expect("closed entry exists");
+        debug_assert_eq!(e.refs, 0, "never close a mapping in use");
+        if let Some(stamp) = e.stamp {
+            self.lru.remove(&stamp);
+        }
+        if e.indexed {
+            self.index.remove(&(e.peer, e.base));
+        }
+        if e.cached {
+            self.cached_bytes -= e.size;
+        }
+        self.stats.closes += 1;
+        self.driver.close_handle(e.mapped);
+    }
+
+    fn open(
+        &mut self,
+        peer: PeerId,
+        base: u64,
+        size: u64,
+        handle: &IpcHandle,
+    ) -> Result<u64, CacheError> {
+        let mut tried_overlap = false;
+        loop {
+            match self.driver.open_handle(handle) {
+                Ok(mapped) => {
+                    self.stats.opens += 1;
+                    return Ok(mapped);
+                }
+                Err(OpenError::Other(c)) => return Err(CacheError::Open(OpenError::Other(c))),
+                Err(OpenError::AlreadyMapped) => {
+                    self.stats.already_mapped += 1;
+                    let progressed = if tried_overlap {
+                        self.evict_oldest()
+                    } else {
+                        tried_overlap = true;
+                        self.evict_overlapping(peer, base, size) || self.evict_oldest()
+                    };
+                    if !progressed {
+                        return Err(CacheError::Open(OpenError::AlreadyMapped));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Close the released mappings of `peer` overlapping `[base, base + size)`.
+    fn evict_overlapping(&mut self, peer: PeerId, base: u64, size: u64) -> bool {
+        let end = base.saturating_add(size);
+        let victims: Vec<u64> = self
+            .index
+            .range((peer, 0)..(peer, end))
+            .map(|(_, &id)| id)
+            .filter(|id| {
+                let e = &self.entries[id];
+                e.refs == 0 && e.base.saturating_add(e.size) > base
+            })
+            .collect();
+        for &id in &victims {
+            self.stats.evictions += 1;
+            self.close(id);
+        }
+        !victims.is_empty()
+    }
+}
+
+impl<D: IpcDriver> Drop for RemoteCache<D> {
+    /// Close everything, in use or not: after the cache is gone no reference can be
+    /// released, and the driver must not keep the peer's memory alive (the glue drops the
+    /// cache only once no copy is in flight).
+    fn drop(&mut self) {
+        let mut mapped: Vec<u64> = self.entries.values().map(|e| e.mapped).collect();
+        mapped.sort_unstable();
+        self.entries.clear();
+        for m in mapped {
+            self.stats.closes += 1;
+            self.driver.close_handle(m);
+        }
+    }
+}

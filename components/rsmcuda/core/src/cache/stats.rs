@@ -1,0 +1,22 @@
+//! Counters of the remote handle cache (exported as MPI_T pvars by the glue).
+
+/// Plain counters; the cache is used under the BTL's lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups served by an open mapping.
+    pub hits: u64,
+    /// Lookups that had to open the handle.
+    pub misses: u64,
+    /// Lookups that found a different handle at the same base (freed and reallocated).
+    pub stale: u64,
+    /// Released mappings closed to make room or to resolve ALREADY_MAPPED.
+    pub evictions: u64,
+    /// Successful `open_handle` calls.
+    pub opens: u64,
+    /// `close_handle` calls.
+    pub closes: u64,
+    /// `open_handle` answers ALREADY_MAPPED.
+    pub already_mapped: u64,
+    /// Mappings opened outside the size limit (closed as soon as released).
+    pub uncached: u64,
+}
