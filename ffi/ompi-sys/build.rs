@@ -82,6 +82,11 @@ fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
 fn compile_shims(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
     let mut build = cc::Build::new();
     build.file(shim_dir.join("shim.c")).file(out.join("static_fns.c")).warnings(false);
+    // opal's atomics wrap 128-bit compare-and-swap; Open MPI itself is compiled with
+    // cmpxchg16b on x86-64, and without it the compiler calls libatomic instead.
+    if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64") {
+        build.flag("-mcx16");
+    }
     for dir in include_dirs {
         build.include(dir);
     }

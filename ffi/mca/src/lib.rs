@@ -10,6 +10,7 @@
 //!   progress registration, processes and the modex.
 
 pub mod btl;
+pub mod mtl;
 pub mod component;
 pub mod convertor;
 pub mod error;
