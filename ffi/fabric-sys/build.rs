@@ -6,8 +6,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn pkg_config(args: &[&str]) -> Option<String> {
-    let out = Command::new("pkg-config").args(args).arg("libfabric").output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    let out = Command::new("pkg-config")
+        .args(args)
+        .arg("libfabric")
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 fn main() {
@@ -25,7 +31,10 @@ fn main() {
     let has_header = include_dirs
         .iter()
         .map(PathBuf::from)
-        .chain([PathBuf::from("/usr/include"), PathBuf::from("/usr/local/include")])
+        .chain([
+            PathBuf::from("/usr/include"),
+            PathBuf::from("/usr/local/include"),
+        ])
         .any(|dir| dir.join("rdma/fabric.h").is_file());
     if !has_header {
         eprintln!(
@@ -58,10 +67,15 @@ fn main() {
         eprintln!("error: bindgen could not parse the libfabric headers: {e}");
         std::process::exit(1);
     });
-    bindings.write_to_file(out.join("bindings.rs")).expect("write bindings.rs");
+    bindings
+        .write_to_file(out.join("bindings.rs"))
+        .expect("write bindings.rs");
 
     let mut build = cc::Build::new();
-    build.file(out.join("fabric_static_fns.c")).include(manifest.join("../../ompi-headers")).warnings(false);
+    build
+        .file(out.join("fabric_static_fns.c"))
+        .include(manifest.join("../../ompi-headers"))
+        .warnings(false);
     for dir in &include_dirs {
         build.include(dir);
     }

@@ -24,9 +24,7 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let umbrella_dir = manifest.join("../../ompi-headers");
     let shim_dir = manifest.join("shim");
-    for file in ["ompi.h"] {
-        println!("cargo:rerun-if-changed={}", umbrella_dir.join(file).display());
-    }
+    println!("cargo:rerun-if-changed={}", umbrella_dir.join("ompi.h").display());
     for file in ["shim.h", "shim.c", "versions.c"] {
         println!("cargo:rerun-if-changed={}", shim_dir.join(file).display());
     }
@@ -45,7 +43,14 @@ fn main() {
     // libmpi for the MTL side (requests, communicators), libopen-pal for everything.
     println!("cargo:rustc-link-lib=dylib=mpi");
     println!("cargo:rustc-link-lib=dylib=open-pal");
-    println!("cargo:include={}", include_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(":"));
+    println!(
+        "cargo:include={}",
+        include_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":")
+    );
 }
 
 fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
@@ -76,12 +81,17 @@ fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
         eprintln!("error: bindgen could not parse the Open MPI headers: {e}");
         std::process::exit(1);
     });
-    bindings.write_to_file(out.join("bindings.rs")).expect("write bindings.rs");
+    bindings
+        .write_to_file(out.join("bindings.rs"))
+        .expect("write bindings.rs");
 }
 
 fn compile_shims(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
     let mut build = cc::Build::new();
-    build.file(shim_dir.join("shim.c")).file(out.join("static_fns.c")).warnings(false);
+    build
+        .file(shim_dir.join("shim.c"))
+        .file(out.join("static_fns.c"))
+        .warnings(false);
     // opal's atomics wrap 128-bit compare-and-swap; Open MPI itself is compiled with
     // cmpxchg16b on x86-64, and without it the compiler calls libatomic instead.
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("x86_64") {
@@ -93,7 +103,12 @@ fn compile_shims(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
     build.compile("rmca_ompi_shim");
 }
 
-fn generate_versions(install: &ompi_build::OmpiInstall, include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
+fn generate_versions(
+    install: &ompi_build::OmpiInstall,
+    include_dirs: &[PathBuf],
+    shim_dir: &Path,
+    out: &Path,
+) {
     let exe = out.join("rmca_versions");
     let mut cmd = Command::new("cc");
     cmd.arg(shim_dir.join("versions.c")).arg("-o").arg(&exe);
@@ -101,7 +116,11 @@ fn generate_versions(install: &ompi_build::OmpiInstall, include_dirs: &[PathBuf]
         cmd.arg(format!("-I{}", dir.display()));
     }
     let status = cmd.status().expect("run cc for versions.c");
-    assert!(status.success(), "compiling versions.c against {} failed", install.mpicc.display());
+    assert!(
+        status.success(),
+        "compiling versions.c against {} failed",
+        install.mpicc.display()
+    );
     let printed = Command::new(&exe).output().expect("run rmca_versions");
     assert!(printed.status.success(), "rmca_versions failed");
     std::fs::write(out.join("versions.rs"), printed.stdout).expect("write versions.rs");

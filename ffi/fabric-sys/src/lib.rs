@@ -5,7 +5,12 @@
 //! turns each into a real function compiled here, so the names are the ones
 //! the man pages use. Flag macros are bound as `u64` (the API's width).
 
-#![allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]
+#![allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code
+)]
 #![allow(clippy::all, clippy::undocumented_unsafe_blocks)]
 #![allow(unsafe_op_in_unsafe_fn)]
 

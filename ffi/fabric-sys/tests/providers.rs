@@ -16,14 +16,19 @@ fn getinfo_lists_a_dgram_provider_and_wrappers_link() {
     let mut info = ptr::null_mut();
     let version = fabric_sys::fi_version_of(1, 5);
     // SAFETY: valid hints and out-pointer; the list is freed with fi_freeinfo.
-    let rc = unsafe { fabric_sys::fi_getinfo(version, ptr::null(), ptr::null(), 0, hints, &mut info) };
+    let rc =
+        unsafe { fabric_sys::fi_getinfo(version, ptr::null(), ptr::null(), 0, hints, &mut info) };
     assert_eq!(rc, 0, "fi_getinfo(FI_EP_DGRAM) failed: {rc}");
     let mut names = Vec::new();
     let mut cursor = info;
     while !cursor.is_null() {
         // SAFETY: cursor walks the list fi_getinfo returned; prov_name is a C string.
         unsafe {
-            names.push(CStr::from_ptr((*(*cursor).fabric_attr).prov_name).to_string_lossy().into_owned());
+            names.push(
+                CStr::from_ptr((*(*cursor).fabric_attr).prov_name)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
             cursor = (*cursor).next;
         }
     }
@@ -32,5 +37,8 @@ fn getinfo_lists_a_dgram_provider_and_wrappers_link() {
         fabric_sys::fi_freeinfo(info);
         fabric_sys::fi_freeinfo(hints);
     }
-    assert!(names.iter().any(|n| n.starts_with("udp")), "providers: {names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with("udp")),
+        "providers: {names:?}"
+    );
 }

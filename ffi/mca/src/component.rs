@@ -40,7 +40,10 @@ pub fn runtime_mismatch(runtime_version: &str, runtime_cuda: bool) -> Option<Str
         ));
     }
     if runtime_cuda != versions::BUILT_WITH_CUDA_SUPPORT {
-        let (b, r) = (cuda_word(versions::BUILT_WITH_CUDA_SUPPORT), cuda_word(runtime_cuda));
+        let (b, r) = (
+            cuda_word(versions::BUILT_WITH_CUDA_SUPPORT),
+            cuda_word(runtime_cuda),
+        );
         return Some(format!(
             "it was built against an Open MPI {b} CUDA support but this process runs one {r}; \
              the BTL module structure differs between the two. Rebuild it with OMPI_PREFIX \
@@ -61,14 +64,21 @@ pub fn check_runtime(component_name: &str) -> Result<()> {
     // opal_built_with_cuda_support is a plain bool set when libopen-pal loads.
     let (version, cuda) = unsafe {
         (
-            CStr::from_ptr(sys::opal_version_string.as_ptr()).to_string_lossy().into_owned(),
+            CStr::from_ptr(sys::opal_version_string.as_ptr())
+                .to_string_lossy()
+                .into_owned(),
             sys::opal_built_with_cuda_support,
         )
     };
     match runtime_mismatch(&version, cuda) {
         None => Ok(()),
         Some(reason) => {
-            crate::help::show_help("help-rmca.txt", "version mismatch", true, &[component_name, &reason]);
+            crate::help::show_help(
+                "help-rmca.txt",
+                "version mismatch",
+                true,
+                &[component_name, &reason],
+            );
             Err(Error::NOT_AVAILABLE)
         }
     }
@@ -76,7 +86,9 @@ pub fn check_runtime(component_name: &str) -> Result<()> {
 
 fn component_name<C: Exported>() -> String {
     // SAFETY: the exported structure is valid for the process and its name is NUL-terminated.
-    unsafe { CStr::from_ptr((*C::raw()).mca_component_name.as_ptr()) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr((*C::raw()).mca_component_name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 pub(crate) unsafe extern "C" fn register_trampoline<C: Exported>() -> c_int {
@@ -135,7 +147,10 @@ pub const fn base_structure<C: Exported>(
 
 /// The metadata block every component carries.
 pub const fn component_data() -> sys::mca_base_component_data_t {
-    sys::mca_base_component_data_t { param_field: sys::MCA_BASE_METADATA_PARAM_CHECKPOINT, reserved: [0; 32] }
+    sys::mca_base_component_data_t {
+        param_field: sys::MCA_BASE_METADATA_PARAM_CHECKPOINT,
+        reserved: [0; 32],
+    }
 }
 
 #[cfg(test)]
@@ -145,9 +160,15 @@ mod tests {
     #[test]
     fn matching_runtime_is_accepted_and_others_are_explained() {
         let built = versions::BUILT_AGAINST_VERSION_STRING;
-        assert_eq!(runtime_mismatch(built, versions::BUILT_WITH_CUDA_SUPPORT), None);
+        assert_eq!(
+            runtime_mismatch(built, versions::BUILT_WITH_CUDA_SUPPORT),
+            None
+        );
         let other = runtime_mismatch("4.1.99", versions::BUILT_WITH_CUDA_SUPPORT).unwrap();
-        assert!(other.contains(built) && other.contains("4.1.99") && other.contains("OMPI_PREFIX"), "{other}");
+        assert!(
+            other.contains(built) && other.contains("4.1.99") && other.contains("OMPI_PREFIX"),
+            "{other}"
+        );
         let cuda = runtime_mismatch(built, !versions::BUILT_WITH_CUDA_SUPPORT).unwrap();
         assert!(cuda.contains("CUDA"), "{cuda}");
     }

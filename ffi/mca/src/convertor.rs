@@ -46,7 +46,10 @@ impl Convertor {
 
     /// Packs up to `dst.len()` bytes; returns how many were packed.
     pub fn pack(&mut self, dst: &mut [u8]) -> usize {
-        let mut iov = sys::iovec { iov_base: dst.as_mut_ptr().cast(), iov_len: dst.len() };
+        let mut iov = sys::iovec {
+            iov_base: dst.as_mut_ptr().cast(),
+            iov_len: dst.len(),
+        };
         let mut count: u32 = 1;
         let mut size: usize = dst.len();
         // SAFETY: valid convertor; one iovec describing `dst`, which we exclusively borrow.

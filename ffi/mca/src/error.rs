@@ -99,6 +99,9 @@ mod tests {
         assert_eq!(to_result(1), Ok(1));
         assert_eq!(to_result(sys::OPAL_ERR_UNREACH), Err(Error::UNREACH));
         assert_eq!(to_code(Err(Error::BAD_PARAM)), sys::OPAL_ERR_BAD_PARAM);
-        assert_eq!(format!("{}", Error::UNREACH), format!("OPAL_ERR_UNREACH ({})", sys::OPAL_ERR_UNREACH));
+        assert_eq!(
+            format!("{}", Error::UNREACH),
+            format!("OPAL_ERR_UNREACH ({})", sys::OPAL_ERR_UNREACH)
+        );
     }
 }

@@ -65,7 +65,11 @@ pub fn guard<R>(entry: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
 
 /// A guarded entry point returning an OPAL/OMPI code: panics become `OPAL_ERROR`.
 pub fn guard_code(entry: &str, body: impl FnOnce() -> crate::Result<()>) -> std::ffi::c_int {
-    guard(entry, ompi_sys::OPAL_ERROR, || crate::error::to_code(body()))
+    guard(
+        entry,
+        ompi_sys::OPAL_ERROR,
+        || crate::error::to_code(body()),
+    )
 }
 
 #[cfg(test)]
@@ -82,7 +86,10 @@ mod tests {
     #[test]
     fn guard_code_maps_errors_and_panics() {
         assert_eq!(guard_code("e", || Ok(())), 0);
-        assert_eq!(guard_code("e", || Err(crate::Error::UNREACH)), ompi_sys::OPAL_ERR_UNREACH);
+        assert_eq!(
+            guard_code("e", || Err(crate::Error::UNREACH)),
+            ompi_sys::OPAL_ERR_UNREACH
+        );
         assert_eq!(guard_code("e", || panic!("x")), ompi_sys::OPAL_ERROR);
     }
 }

@@ -6,6 +6,7 @@
 //! `make install`, which also copies them into Open MPI's data directory.
 
 use std::ffi::{CStr, CString, c_int};
+
 use std::sync::Once;
 
 use crate::strings::lossy_cstring;
@@ -48,6 +49,11 @@ pub fn add_own_help_dir() {
 
 /// Shows `topic` from `file` with up to four `%s` arguments. Falls back to a plain
 /// message on stream 0 if the help system cannot find the file.
+///
+/// The text is rendered in this process and written to stream 0 (stderr, which
+/// mpirun forwards) rather than sent to mpirun as a show_help request: requests
+/// sent while MPI_Init is still opening frameworks were observed to arrive
+/// corrupted ("Data unpack would read past end of buffer" in orte/util/show_help.c).
 pub fn show_help(file: &str, topic: &str, error_header: bool, args: &[&str]) {
     add_own_help_dir();
     let file_c = lossy_cstring(file);
@@ -56,10 +62,26 @@ pub fn show_help(file: &str, topic: &str, error_header: bool, args: &[&str]) {
     let arg = |i: usize| args_c.get(i).map_or(c"".as_ptr(), |a| a.as_ptr());
     // SAFETY: every pointer is a valid NUL-terminated string that outlives the call;
     // extra arguments beyond the topic's %s count are ignored by the formatter.
-    let rc: c_int = unsafe {
-        sys::rmca_show_help(file_c.as_ptr(), topic_c.as_ptr(), error_header as c_int, arg(0), arg(1), arg(2), arg(3))
+    let rendered = unsafe {
+        sys::rmca_show_help_string(
+            file_c.as_ptr(),
+            topic_c.as_ptr(),
+            error_header as c_int,
+            arg(0),
+            arg(1),
+            arg(2),
+            arg(3),
+        )
     };
-    if rc != 0 {
+    if rendered.is_null() {
         crate::output::emit_always(&format!("[{file}:{topic}] {}", args.join(" | ")));
+        return;
     }
+    // SAFETY: a NUL-terminated string malloc'ed by opal_show_help_string, freed once here.
+    let text = unsafe { CStr::from_ptr(rendered) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: as above.
+    unsafe { libc::free(rendered.cast()) };
+    crate::output::emit_always(text.trim_end());
 }

@@ -10,12 +10,12 @@
 //!   progress registration, processes and the modex.
 
 pub mod btl;
-pub mod mtl;
 pub mod component;
 pub mod convertor;
 pub mod error;
 pub mod guard;
 pub mod help;
+pub mod mtl;
 pub mod object;
 pub mod output;
 pub mod params;

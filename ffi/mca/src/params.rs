@@ -107,7 +107,9 @@ impl StringParam {
             return None;
         }
         // SAFETY: the variable system keeps a NUL-terminated copy in storage.
-        let text = unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned();
+        let text = unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned();
         (!text.is_empty()).then_some(text)
     }
 }
@@ -136,11 +138,19 @@ impl Registrar {
         // SAFETY: caller guarantees a valid component structure with NUL-terminated names.
         let (ty, name) = unsafe {
             (
-                CStr::from_ptr((*component).mca_type_name.as_ptr()).to_string_lossy().into_owned(),
-                CStr::from_ptr((*component).mca_component_name.as_ptr()).to_string_lossy().into_owned(),
+                CStr::from_ptr((*component).mca_type_name.as_ptr())
+                    .to_string_lossy()
+                    .into_owned(),
+                CStr::from_ptr((*component).mca_component_name.as_ptr())
+                    .to_string_lossy()
+                    .into_owned(),
             )
         };
-        Registrar { component, prefix: format!("{ty}_{name}"), problems: Vec::new() }
+        Registrar {
+            component,
+            prefix: format!("{ty}_{name}"),
+            problems: Vec::new(),
+        }
     }
 
     /// The full variable name users type, e.g. `btl_rusnic_window`.
@@ -176,16 +186,33 @@ impl Registrar {
             )
         };
         if index < 0 {
-            self.problems.push(format!("{}: registration failed ({index})", self.full_name(name)));
+            self.problems.push(format!(
+                "{}: registration failed ({index})",
+                self.full_name(name)
+            ));
         }
         index
     }
 
     /// An `int` parameter that must lie in `range`.
-    pub fn int(&mut self, name: &str, default: i32, range: RangeInclusive<i32>, level: Level, help: &str) -> Param<i32> {
+    pub fn int(
+        &mut self,
+        name: &str,
+        default: i32,
+        range: RangeInclusive<i32>,
+        level: Level,
+        help: &str,
+    ) -> Param<i32> {
         let storage = Storage::leak(default as c_int);
         let help = format!("{help} [{}..{}]", range.start(), range.end());
-        let index = self.register(name, &help, sys::MCA_BASE_VAR_TYPE_INT, std::ptr::null_mut(), level, storage.as_c());
+        let index = self.register(
+            name,
+            &help,
+            sys::MCA_BASE_VAR_TYPE_INT,
+            std::ptr::null_mut(),
+            level,
+            storage.as_c(),
+        );
         let value = storage.get();
         if !range.contains(&value) {
             self.problems.push(format!(
@@ -199,10 +226,24 @@ impl Registrar {
     }
 
     /// A `size_t` parameter that must lie in `range` (byte counts, limits).
-    pub fn size(&mut self, name: &str, default: usize, range: RangeInclusive<usize>, level: Level, help: &str) -> Param<usize> {
+    pub fn size(
+        &mut self,
+        name: &str,
+        default: usize,
+        range: RangeInclusive<usize>,
+        level: Level,
+        help: &str,
+    ) -> Param<usize> {
         let storage = Storage::leak(default);
         let help = format!("{help} [{}..{}]", range.start(), range.end());
-        let index = self.register(name, &help, sys::MCA_BASE_VAR_TYPE_SIZE_T, std::ptr::null_mut(), level, storage.as_c());
+        let index = self.register(
+            name,
+            &help,
+            sys::MCA_BASE_VAR_TYPE_SIZE_T,
+            std::ptr::null_mut(),
+            level,
+            storage.as_c(),
+        );
         let value = storage.get();
         if !range.contains(&value) {
             self.problems.push(format!(
@@ -218,7 +259,14 @@ impl Registrar {
     /// A boolean parameter (`0/1`, `true/false`, `yes/no` on the command line).
     pub fn bool(&mut self, name: &str, default: bool, level: Level, help: &str) -> Param<bool> {
         let storage = Storage::leak(default);
-        let index = self.register(name, help, sys::MCA_BASE_VAR_TYPE_BOOL, std::ptr::null_mut(), level, storage.as_c());
+        let index = self.register(
+            name,
+            help,
+            sys::MCA_BASE_VAR_TYPE_BOOL,
+            std::ptr::null_mut(),
+            level,
+            storage.as_c(),
+        );
         Param { storage, index }
     }
 
@@ -237,49 +285,97 @@ impl Registrar {
             None => std::ptr::null_mut(),
         };
         let storage = Storage::leak(initial);
-        self.register(name, help, sys::MCA_BASE_VAR_TYPE_STRING, std::ptr::null_mut(), level, storage.as_c());
+        self.register(
+            name,
+            help,
+            sys::MCA_BASE_VAR_TYPE_STRING,
+            std::ptr::null_mut(),
+            level,
+            storage.as_c(),
+        );
         let param = StringParam { storage };
         if let Some(value) = param.get()
             && let Err(reason) = validate(&value)
         {
-            self.problems.push(format!("{} = \"{value}\" is invalid: {reason}", self.full_name(name)));
+            self.problems.push(format!(
+                "{} = \"{value}\" is invalid: {reason}",
+                self.full_name(name)
+            ));
         }
         param
     }
 
     /// An enumerated parameter: users give one of the names (or its number).
-    pub fn enumeration(&mut self, name: &str, default: i32, values: &[(i32, &str)], level: Level, help: &str) -> Param<i32> {
+    pub fn enumeration(
+        &mut self,
+        name: &str,
+        default: i32,
+        values: &[(i32, &str)],
+        level: Level,
+        help: &str,
+    ) -> Param<i32> {
         // The enum object copies nothing it does not need, but its value table must
         // stay valid: leak the strings and the table with the variable.
         let names: Vec<&'static CStr> = values
             .iter()
-            .map(|(_, n)| &*Box::leak(CString::new(*n).expect("enum names have no NUL").into_boxed_c_str()))
+            .map(|(_, n)| {
+                &*Box::leak(
+                    CString::new(*n)
+                        .expect("enum names have no NUL")
+                        .into_boxed_c_str(),
+                )
+            })
             .collect();
         let mut table: Vec<sys::mca_base_var_enum_value_t> = values
             .iter()
             .zip(&names)
-            .map(|((v, _), n)| sys::mca_base_var_enum_value_t { value: *v, string: n.as_ptr() })
+            .map(|((v, _), n)| sys::mca_base_var_enum_value_t {
+                value: *v,
+                string: n.as_ptr(),
+            })
             .collect();
-        table.push(sys::mca_base_var_enum_value_t { value: 0, string: std::ptr::null() });
+        table.push(sys::mca_base_var_enum_value_t {
+            value: 0,
+            string: std::ptr::null(),
+        });
         let table: &'static [sys::mca_base_var_enum_value_t] = Box::leak(table.into_boxed_slice());
         let enum_name = lossy_cstring(&self.full_name(name));
         let mut enumerator: *mut sys::mca_base_var_enum_t = std::ptr::null_mut();
         // SAFETY: NUL-terminated name; the table is terminated by a NULL string and lives forever.
-        let rc = unsafe { sys::mca_base_var_enum_create(enum_name.as_ptr(), table.as_ptr(), &mut enumerator) };
+        let rc = unsafe {
+            sys::mca_base_var_enum_create(enum_name.as_ptr(), table.as_ptr(), &mut enumerator)
+        };
         if rc != 0 || enumerator.is_null() {
-            self.problems.push(format!("{}: cannot create its enumerator ({rc})", self.full_name(name)));
+            self.problems.push(format!(
+                "{}: cannot create its enumerator ({rc})",
+                self.full_name(name)
+            ));
         }
         let storage = Storage::leak(default as c_int);
-        let listed = values.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ");
+        let listed = values
+            .iter()
+            .map(|(_, n)| *n)
+            .collect::<Vec<_>>()
+            .join(", ");
         let help = format!("{help} (one of: {listed})");
-        let index = self.register(name, &help, sys::MCA_BASE_VAR_TYPE_INT, enumerator, level, storage.as_c());
+        let index = self.register(
+            name,
+            &help,
+            sys::MCA_BASE_VAR_TYPE_INT,
+            enumerator,
+            level,
+            storage.as_c(),
+        );
         if !enumerator.is_null() {
             // SAFETY: the variable took its own reference; drop ours (OBJ_RELEASE).
             unsafe { crate::object::release(enumerator.cast()) };
         }
         let value = storage.get();
         if !values.iter().any(|(v, _)| *v == value) {
-            self.problems.push(format!("{} = {value} is not one of: {listed}", self.full_name(name)));
+            self.problems.push(format!(
+                "{} = {value} is not one of: {listed}",
+                self.full_name(name)
+            ));
         }
         Param { storage, index }
     }
@@ -294,8 +390,18 @@ impl Registrar {
         if self.problems.is_empty() {
             return Ok(());
         }
-        let list = self.problems.iter().map(|p| format!("  {p}")).collect::<Vec<_>>().join("\n");
-        crate::help::show_help("help-rmca.txt", "invalid parameter", true, &[&self.prefix, &list]);
+        let list = self
+            .problems
+            .iter()
+            .map(|p| format!("  {p}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        crate::help::show_help(
+            "help-rmca.txt",
+            "invalid parameter",
+            true,
+            &[&self.prefix, &list],
+        );
         Err(Error::BAD_PARAM)
     }
 }

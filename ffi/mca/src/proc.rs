@@ -54,7 +54,10 @@ impl Proc {
     ///
     /// # Safety
     /// `component` must be the component's static structure.
-    pub unsafe fn modex_recv(&self, component: *const sys::mca_base_component_t) -> Result<Vec<u8>> {
+    pub unsafe fn modex_recv(
+        &self,
+        component: *const sys::mca_base_component_t,
+    ) -> Result<Vec<u8>> {
         let mut data: *mut std::ffi::c_void = std::ptr::null_mut();
         let mut size: usize = 0;
         // SAFETY: valid component and proc; on success `data` is malloc'ed and ours.
@@ -82,5 +85,6 @@ pub fn my_name_hash() -> u64 {
 /// `component` must be the component's static structure.
 pub unsafe fn modex_send(component: *const sys::mca_base_component_t, blob: &[u8]) -> Result<()> {
     // SAFETY: valid component; the modex copies the bytes.
-    to_result(unsafe { sys::rmca_modex_send(component, blob.as_ptr().cast(), blob.len()) }).map(drop)
+    to_result(unsafe { sys::rmca_modex_send(component, blob.as_ptr().cast(), blob.len()) })
+        .map(drop)
 }

@@ -18,7 +18,11 @@ pub enum PvarClass {
     HighWatermark,
 }
 
-unsafe extern "C" fn read_u64(pvar: *const sys::mca_base_pvar_t, value: *mut c_void, _obj: *mut c_void) -> c_int {
+unsafe extern "C" fn read_u64(
+    pvar: *const sys::mca_base_pvar_t,
+    value: *mut c_void,
+    _obj: *mut c_void,
+) -> c_int {
     crate::guard::guard("pvar get_value", sys::OPAL_ERROR, || {
         // SAFETY: ctx was set at registration to a &'static AtomicU64; `value` points to
         // the tool's buffer of `count` (1) unsigned long long as we declared.
@@ -80,7 +84,11 @@ pub unsafe fn register(
             value as *const AtomicU64 as *mut c_void,
         )
     };
-    if index < 0 { Err(Error::from_code(index).unwrap_or(Error::ERROR)) } else { Ok(index) }
+    if index < 0 {
+        Err(Error::from_code(index).unwrap_or(Error::ERROR))
+    } else {
+        Ok(index)
+    }
 }
 
 fn level_raw(level: Level) -> sys::mca_base_var_info_lvl_t {

@@ -45,7 +45,10 @@ mod tests {
     #[test]
     fn arrays_are_nul_padded() {
         const A: [c_char; 8] = c_array("btl");
-        assert_eq!(&A[..4], &[b'b' as c_char, b't' as c_char, b'l' as c_char, 0]);
+        assert_eq!(
+            &A[..4],
+            &[b'b' as c_char, b't' as c_char, b'l' as c_char, 0]
+        );
         assert!(const_str_eq("rusnic", "rusnic"));
         assert!(!const_str_eq("rusnic", "rusni"));
     }

@@ -47,10 +47,13 @@ const HEADER_HINT: &str = "The Open MPI internal (devel) headers are required. O
      configure it with `--with-devel-headers` and point OMPI_PREFIX at its prefix.";
 
 fn run(cmd: &Path, args: &[&str]) -> Result<String, LocateError> {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .map_err(|e| LocateError(format!("cannot run `{} {}`: {e}", cmd.display(), args.join(" "))))?;
+    let out = Command::new(cmd).args(args).output().map_err(|e| {
+        LocateError(format!(
+            "cannot run `{} {}`: {e}",
+            cmd.display(),
+            args.join(" ")
+        ))
+    })?;
     if !out.status.success() {
         return Err(LocateError(format!(
             "`{} {}` failed: {}",
@@ -96,7 +99,11 @@ pub fn locate() -> Result<OmpiInstall, LocateError> {
             if !candidate.is_file() {
                 return Err(LocateError(format!(
                     "OMPI_PREFIX={} has no bin/mpicc; point it at an Open MPI installation prefix",
-                    candidate.parent().and_then(Path::parent).unwrap_or(Path::new("?")).display()
+                    candidate
+                        .parent()
+                        .and_then(Path::parent)
+                        .unwrap_or(Path::new("?"))
+                        .display()
                 )));
             }
             candidate
@@ -107,7 +114,8 @@ pub fn locate() -> Result<OmpiInstall, LocateError> {
             ))
         })?,
     };
-    let split = |text: String| -> Vec<PathBuf> { text.split_whitespace().map(PathBuf::from).collect() };
+    let split =
+        |text: String| -> Vec<PathBuf> { text.split_whitespace().map(PathBuf::from).collect() };
     let include_dirs = split(run(&mpicc, &["--showme:incdirs"])?);
     let lib_dirs = split(run(&mpicc, &["--showme:libdirs"])?);
 
@@ -175,7 +183,10 @@ impl OmpiInstall {
     pub fn emit_rerun_hints(&self) {
         println!("cargo:rerun-if-env-changed=OMPI_PREFIX");
         println!("cargo:rerun-if-env-changed=PATH");
-        println!("cargo:rerun-if-changed={}", self.devel_include_dir.join("opal_config.h").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            self.devel_include_dir.join("opal_config.h").display()
+        );
     }
 }
 

@@ -36,6 +36,12 @@ int rmca_show_help(const char *file, const char *topic, int want_error_header,
     return opal_show_help(file, topic, want_error_header, a0, a1, a2, a3);
 }
 
+char *rmca_show_help_string(const char *file, const char *topic, int want_error_header,
+                            const char *a0, const char *a1, const char *a2, const char *a3)
+{
+    return opal_show_help_string(file, topic, want_error_header, a0, a1, a2, a3);
+}
+
 int rmca_proc_on_local_node(const opal_proc_t *proc)
 {
     return OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) ? 1 : 0;

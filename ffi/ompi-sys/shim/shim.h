@@ -23,6 +23,10 @@ void rmca_output(int stream, const char *message);
 int rmca_show_help(const char *file, const char *topic, int want_error_header,
                    const char *a0, const char *a1, const char *a2, const char *a3);
 
+/* opal_show_help_string: the rendered text (malloc'ed; free it), or NULL. */
+char *rmca_show_help_string(const char *file, const char *topic, int want_error_header,
+                            const char *a0, const char *a1, const char *a2, const char *a3);
+
 /* OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) */
 int rmca_proc_on_local_node(const opal_proc_t *proc);
 /* OPAL_PROC_MY_NAME hashed as jobid << 32 | vpid: a stable 64-bit identity. */

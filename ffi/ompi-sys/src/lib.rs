@@ -6,7 +6,12 @@
 //! `wrap_static_fns`). Components use the safe layer in `ffi/mca` instead
 //! wherever it offers a wrapper.
 
-#![allow(non_upper_case_globals, non_camel_case_types, non_snake_case, dead_code)]
+#![allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code
+)]
 #![allow(clippy::all, clippy::undocumented_unsafe_blocks)]
 #![allow(unsafe_op_in_unsafe_fn, improper_ctypes)]
 

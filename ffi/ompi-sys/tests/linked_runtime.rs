@@ -7,7 +7,10 @@ fn linked_open_pal_reports_the_version_we_were_built_against() {
     // SAFETY: `opal_version_string` is a NUL-terminated constant array exported by
     // libopen-pal; reading it needs no initialisation of the library.
     let runtime = unsafe { CStr::from_ptr(ompi_sys::opal_version_string.as_ptr()) };
-    assert_eq!(runtime.to_str().unwrap(), ompi_sys::versions::BUILT_AGAINST_VERSION_STRING);
+    assert_eq!(
+        runtime.to_str().unwrap(),
+        ompi_sys::versions::BUILT_AGAINST_VERSION_STRING
+    );
 }
 
 #[test]

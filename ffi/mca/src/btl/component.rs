@@ -50,7 +50,8 @@ fn templates() -> &'static Mutex<HashMap<TypeId, usize>> {
 fn template_of<C: BtlComponent>() -> Option<sys::mca_btl_base_module_t> {
     let map = templates().lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: the address was leaked from a Box<mca_btl_base_module_t> in register.
-    map.get(&TypeId::of::<C>()).map(|&addr| unsafe { *(addr as *const sys::mca_btl_base_module_t) })
+    map.get(&TypeId::of::<C>())
+        .map(|&addr| unsafe { *(addr as *const sys::mca_btl_base_module_t) })
 }
 
 unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
@@ -91,7 +92,9 @@ unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
 
 fn name_of<C: Exported>() -> String {
     // SAFETY: exported structure with a NUL-terminated name.
-    unsafe { std::ffi::CStr::from_ptr((*C::raw()).mca_component_name.as_ptr()) }.to_string_lossy().into_owned()
+    unsafe { std::ffi::CStr::from_ptr((*C::raw()).mca_component_name.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 unsafe extern "C" fn btl_init<C: BtlComponent>(
@@ -111,7 +114,10 @@ unsafe extern "C" fn btl_init<C: BtlComponent>(
         }
     };
     let Some(template) = template_of::<C>() else {
-        crate::output::emit_always(&format!("[{}] init called before register; declining", name_of::<C>()));
+        crate::output::emit_always(&format!(
+            "[{}] init called before register; declining",
+            name_of::<C>()
+        ));
         // SAFETY: valid out-pointer.
         unsafe { *num_btls = 0 };
         return std::ptr::null_mut();
@@ -147,7 +153,9 @@ unsafe extern "C" fn btl_progress<C: BtlComponent>() -> c_int {
 }
 
 /// The exported `mca_btl_<name>_component` value for component type `C`.
-pub const fn btl_component_structure<C: BtlComponent>(name: &str) -> sys::mca_btl_base_component_3_0_0_t {
+pub const fn btl_component_structure<C: BtlComponent>(
+    name: &str,
+) -> sys::mca_btl_base_component_3_0_0_t {
     let mut version = base_structure::<C>(
         name,
         versions::BTL_MCA_VERSION,
@@ -171,7 +179,10 @@ pub const fn btl_component_structure<C: BtlComponent>(name: &str) -> sys::mca_bt
 macro_rules! declare_btl_component {
     ($symbol:ident, $name:literal, $ty:ty) => {
         const _: () = assert!(
-            $crate::strings::const_str_eq(stringify!($symbol), concat!("mca_btl_", $name, "_component")),
+            $crate::strings::const_str_eq(
+                stringify!($symbol),
+                concat!("mca_btl_", $name, "_component")
+            ),
             "the exported symbol must be mca_btl_<name>_component"
         );
         /// The structure Open MPI's component repository looks up with dlsym.

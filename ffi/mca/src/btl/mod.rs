@@ -57,7 +57,13 @@ pub trait BtlModule: Send + Sync + Sized + 'static {
     /// Releases the module's resources; the cell is freed right after.
     fn finalize(btl: &Btl<Self>) -> Result<()>;
     /// A descriptor with room for `size` bytes (may be smaller), or None when out of resources.
-    fn alloc(btl: &Btl<Self>, endpoint: Option<&Self::Endpoint>, order: u8, size: usize, flags: u32) -> Option<Descriptor>;
+    fn alloc(
+        btl: &Btl<Self>,
+        endpoint: Option<&Self::Endpoint>,
+        order: u8,
+        size: usize,
+        flags: u32,
+    ) -> Option<Descriptor>;
     /// Returns a descriptor obtained from alloc/prepare_src/sendi.
     fn free(btl: &Btl<Self>, descriptor: Descriptor) -> Result<()>;
     /// A descriptor holding `reserve` header bytes plus up to `*size` bytes of data.
@@ -71,7 +77,12 @@ pub trait BtlModule: Send + Sync + Sized + 'static {
         flags: u32,
     ) -> Option<Descriptor>;
     /// Sends a descriptor's segments with an active-message tag.
-    fn send(btl: &Btl<Self>, endpoint: &Self::Endpoint, descriptor: Descriptor, tag: u8) -> Result<SendStatus>;
+    fn send(
+        btl: &Btl<Self>,
+        endpoint: &Self::Endpoint,
+        descriptor: Descriptor,
+        tag: u8,
+    ) -> Result<SendStatus>;
     /// Immediate send of `header` + `payload_size` bytes from the convertor.
     #[allow(clippy::too_many_arguments)]
     fn sendi(
@@ -85,7 +96,17 @@ pub trait BtlModule: Send + Sync + Sized + 'static {
         tag: u8,
         want_descriptor: bool,
     ) -> std::result::Result<(), SendiRefused> {
-        let _ = (btl, endpoint, convertor, header, payload_size, order, flags, tag, want_descriptor);
+        let _ = (
+            btl,
+            endpoint,
+            convertor,
+            header,
+            payload_size,
+            order,
+            flags,
+            tag,
+            want_descriptor,
+        );
         Err(SendiRefused { descriptor: None })
     }
     /// Waits until every operation to `endpoint` (or all) has completed remotely.
@@ -145,7 +166,9 @@ impl<M: BtlModule> Btl<M> {
         let mut segs: Vec<sys::mca_btl_base_segment_t> = segments
             .iter()
             .map(|s| sys::mca_btl_base_segment_t {
-                seg_addr: sys::opal_ptr_t { pval: s.as_ptr() as *mut std::ffi::c_void },
+                seg_addr: sys::opal_ptr_t {
+                    pval: s.as_ptr() as *mut std::ffi::c_void,
+                },
                 seg_len: s.len() as u64,
             })
             .collect();
@@ -157,7 +180,9 @@ impl<M: BtlModule> Btl<M> {
         // SAFETY: the trigger table is a global array of 256 entries indexed by a u8;
         // ob1 filled it at init. The descriptor and segments outlive the call.
         unsafe {
-            let entry = &*(&raw const sys::mca_btl_base_active_message_trigger).cast::<sys::mca_btl_active_message_callback_t>().add(tag as usize);
+            let entry = &*(&raw const sys::mca_btl_base_active_message_trigger)
+                .cast::<sys::mca_btl_active_message_callback_t>()
+                .add(tag as usize);
             if let Some(callback) = entry.cbfunc {
                 callback(self.as_raw(), tag, &mut des, entry.cbdata);
             }
@@ -169,7 +194,12 @@ impl<M: BtlModule> Btl<M> {
     /// # Safety
     /// `descriptor` must be live and owned by this module; the callback may free or
     /// reuse it, so the caller must not touch it afterwards unless it still owns it.
-    pub unsafe fn complete(&self, endpoint: *mut sys::mca_btl_base_endpoint_t, descriptor: Descriptor, status: c_int) {
+    pub unsafe fn complete(
+        &self,
+        endpoint: *mut sys::mca_btl_base_endpoint_t,
+        descriptor: Descriptor,
+        status: c_int,
+    ) {
         let raw = descriptor.as_ptr();
         // SAFETY: caller guarantees a live descriptor.
         unsafe {
@@ -181,7 +211,10 @@ impl<M: BtlModule> Btl<M> {
 
     /// Reports a fatal or non-fatal error to the PML (ob1 aborts the job on any).
     pub fn report_error(&self, flags: i32, peer: Option<Proc>, info: &str) {
-        let callback = *self.error_callback.lock().unwrap_or_else(|e| e.into_inner());
+        let callback = *self
+            .error_callback
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(callback) = callback {
             let text = crate::strings::lossy_cstring(info);
             let proc_ptr = peer.map_or(std::ptr::null_mut(), |p| p.as_ptr());

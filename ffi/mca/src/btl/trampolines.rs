@@ -33,7 +33,9 @@ unsafe fn module<'a, M: BtlModule>(btl: *mut sys::mca_btl_base_module_t) -> &'a 
 
 /// # Safety
 /// `endpoint` must be NULL, MCA_BTL_ENDPOINT_ANY, or an endpoint from add_procs of `M`.
-unsafe fn endpoint<'a, M: BtlModule>(endpoint: *mut sys::mca_btl_base_endpoint_t) -> Option<&'a M::Endpoint> {
+unsafe fn endpoint<'a, M: BtlModule>(
+    endpoint: *mut sys::mca_btl_base_endpoint_t,
+) -> Option<&'a M::Endpoint> {
     if endpoint.is_null() || endpoint as isize == -1 {
         None
     } else {
@@ -150,10 +152,19 @@ unsafe extern "C" fn prepare_src<M: BtlModule>(
 ) -> *mut sys::mca_btl_base_descriptor_t {
     crate::guard::guard("btl_prepare_src", std::ptr::null_mut(), || {
         // SAFETY: pointers from ob1; `size` is an in/out scalar.
-        let (this, ep, mut conv, size) =
-            unsafe { (module::<M>(btl), endpoint::<M>(ep), Convertor::from_raw(convertor), &mut *size) };
-        let Some(ep) = ep else { return std::ptr::null_mut() };
-        M::prepare_src(this, ep, &mut conv, order, reserve, size, flags).map_or(std::ptr::null_mut(), Descriptor::as_ptr)
+        let (this, ep, mut conv, size) = unsafe {
+            (
+                module::<M>(btl),
+                endpoint::<M>(ep),
+                Convertor::from_raw(convertor),
+                &mut *size,
+            )
+        };
+        let Some(ep) = ep else {
+            return std::ptr::null_mut();
+        };
+        M::prepare_src(this, ep, &mut conv, order, reserve, size, flags)
+            .map_or(std::ptr::null_mut(), Descriptor::as_ptr)
     })
 }
 
@@ -166,7 +177,9 @@ unsafe extern "C" fn send<M: BtlModule>(
     crate::guard::guard("btl_send", sys::OPAL_ERROR, || {
         // SAFETY: pointers from ob1.
         let (this, ep) = unsafe { (module::<M>(btl), endpoint::<M>(ep)) };
-        let (Some(ep), Some(des)) = (ep, Descriptor::from_raw(des)) else { return Error::BAD_PARAM.code() };
+        let (Some(ep), Some(des)) = (ep, Descriptor::from_raw(des)) else {
+            return Error::BAD_PARAM.code();
+        };
         match M::send(this, ep, des, tag) {
             Ok(SendStatus::Queued) => 0,
             Ok(SendStatus::CompletedInline) => 1,
@@ -198,13 +211,29 @@ unsafe extern "C" fn sendi<M: BtlModule>(
                 std::slice::from_raw_parts(header as *const u8, header_size),
             )
         };
-        let Some(ep) = ep else { return Error::BAD_PARAM.code() };
-        match M::sendi(this, ep, &mut conv, header, payload_size, order, flags, tag, !descriptor.is_null()) {
+        let Some(ep) = ep else {
+            return Error::BAD_PARAM.code();
+        };
+        match M::sendi(
+            this,
+            ep,
+            &mut conv,
+            header,
+            payload_size,
+            order,
+            flags,
+            tag,
+            !descriptor.is_null(),
+        ) {
             Ok(()) => 0,
             Err(refused) => {
                 if !descriptor.is_null() {
                     // SAFETY: non-NULL out-pointer from ob1.
-                    unsafe { *descriptor = refused.descriptor.map_or(std::ptr::null_mut(), Descriptor::as_ptr) };
+                    unsafe {
+                        *descriptor = refused
+                            .descriptor
+                            .map_or(std::ptr::null_mut(), Descriptor::as_ptr)
+                    };
                 }
                 Error::RESOURCE_BUSY.code()
             }
@@ -219,16 +248,21 @@ unsafe extern "C" fn register_error<M: BtlModule>(
     crate::guard::guard_code("btl_register_error", || {
         // SAFETY: module pointer from ob1.
         let this = unsafe { module::<M>(btl) };
-        *this.error_callback.lock().unwrap_or_else(|e| e.into_inner()) = callback;
+        *this
+            .error_callback
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = callback;
         Ok(())
     })
 }
 
-unsafe extern "C" fn flush<M: BtlModule>(btl: *mut sys::mca_btl_base_module_t, ep: *mut sys::mca_btl_base_endpoint_t) -> c_int {
+unsafe extern "C" fn flush<M: BtlModule>(
+    btl: *mut sys::mca_btl_base_module_t,
+    ep: *mut sys::mca_btl_base_endpoint_t,
+) -> c_int {
     crate::guard::guard_code("btl_flush", || {
         // SAFETY: pointers from the caller for this module.
         let (this, ep) = unsafe { (module::<M>(btl), endpoint::<M>(ep)) };
         M::flush(this, ep)
     })
 }
-

@@ -22,7 +22,10 @@ pub trait MtlComponent: Exported {
     /// Whether this MTL can run here, and at which priority; decline with an error.
     fn query() -> Result<i32>;
     /// Creates the module (publishing modex data, not contacting peers).
-    fn init(enable_progress_threads: bool, enable_mpi_threads: bool) -> Result<(Self::Module, MtlLimits)>;
+    fn init(
+        enable_progress_threads: bool,
+        enable_mpi_threads: bool,
+    ) -> Result<(Self::Module, MtlLimits)>;
 }
 
 /// The one cell per process (an MTL component is selected at most once).
@@ -37,14 +40,19 @@ fn cell<C: MtlComponent>() -> *mut Mtl<C::Module> {
             ..Default::default()
         };
         trampolines::fill_vtable::<C::Module>(&mut base);
-        let cell: Box<Mtl<C::Module>> =
-            Box::new(Mtl { base: std::cell::UnsafeCell::new(base), module: std::sync::OnceLock::new() });
+        let cell: Box<Mtl<C::Module>> = Box::new(Mtl {
+            base: std::cell::UnsafeCell::new(base),
+            module: std::sync::OnceLock::new(),
+        });
         *slot = Box::into_raw(cell) as usize;
     }
     *slot as *mut Mtl<C::Module>
 }
 
-unsafe extern "C" fn mtl_query<C: MtlComponent>(module: *mut *mut sys::mca_base_module_t, priority: *mut c_int) -> c_int {
+unsafe extern "C" fn mtl_query<C: MtlComponent>(
+    module: *mut *mut sys::mca_base_module_t,
+    priority: *mut c_int,
+) -> c_int {
     crate::guard::guard_code("mtl query", || {
         let chosen = C::query()?;
         // SAFETY: out-pointers from mca_base_select.
@@ -56,7 +64,10 @@ unsafe extern "C" fn mtl_query<C: MtlComponent>(module: *mut *mut sys::mca_base_
     })
 }
 
-unsafe extern "C" fn mtl_init<C: MtlComponent>(progress_threads: bool, mpi_threads: bool) -> *mut sys::mca_mtl_base_module_t {
+unsafe extern "C" fn mtl_init<C: MtlComponent>(
+    progress_threads: bool,
+    mpi_threads: bool,
+) -> *mut sys::mca_mtl_base_module_t {
     crate::guard::guard("mtl_init", std::ptr::null_mut(), || {
         let (module, limits) = match C::init(progress_threads, mpi_threads) {
             Ok(created) => created,
@@ -78,7 +89,9 @@ unsafe extern "C" fn mtl_init<C: MtlComponent>(progress_threads: bool, mpi_threa
 }
 
 /// The exported `mca_mtl_<name>_component` value for component type `C`.
-pub const fn mtl_component_structure<C: MtlComponent>(name: &str) -> sys::mca_mtl_base_component_2_0_0_t {
+pub const fn mtl_component_structure<C: MtlComponent>(
+    name: &str,
+) -> sys::mca_mtl_base_component_2_0_0_t {
     sys::mca_mtl_base_component_2_0_0_t {
         mtl_version: base_structure::<C>(
             name,
@@ -94,13 +107,15 @@ pub const fn mtl_component_structure<C: MtlComponent>(name: &str) -> sys::mca_mt
     }
 }
 
-
 /// Declares the exported MTL component: `declare_mtl_component!(mca_mtl_NAME_component, "NAME", Type);`
 #[macro_export]
 macro_rules! declare_mtl_component {
     ($symbol:ident, $name:literal, $ty:ty) => {
         const _: () = assert!(
-            $crate::strings::const_str_eq(stringify!($symbol), concat!("mca_mtl_", $name, "_component")),
+            $crate::strings::const_str_eq(
+                stringify!($symbol),
+                concat!("mca_mtl_", $name, "_component")
+            ),
             "the exported symbol must be mca_mtl_<name>_component"
         );
         /// The structure Open MPI's component repository looks up with dlsym.

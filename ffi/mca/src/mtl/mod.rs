@@ -138,6 +138,10 @@ impl<R> RequestSlot<R> {
     ///
     /// # Safety
     /// `init` must have run and `complete` not yet; no other reference may exist.
+    #[expect(
+        clippy::mut_from_ref,
+        reason = "the PML request memory is not owned by the slot handle"
+    )]
     pub unsafe fn state_mut(&self) -> &mut R {
         // SAFETY: forwarded contract.
         unsafe { (*self.0).state.assume_init_mut() }
@@ -172,7 +176,14 @@ pub trait MtlModule: Send + Sync + Sized + 'static {
     fn del_procs(mtl: &Mtl<Self>, procs: &[*mut sys::ompi_proc_t]) -> Result<()>;
     fn finalize(mtl: &Mtl<Self>) -> Result<()>;
     /// Blocking send: the buffer is reusable on return.
-    fn send(mtl: &Mtl<Self>, comm: Comm, dest: i32, tag: i32, convertor: &mut Convertor, mode: SendMode) -> Result<()>;
+    fn send(
+        mtl: &Mtl<Self>,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        mode: SendMode,
+    ) -> Result<()>;
     #[allow(clippy::too_many_arguments)]
     fn isend(
         mtl: &Mtl<Self>,
@@ -184,13 +195,30 @@ pub trait MtlModule: Send + Sync + Sized + 'static {
         blocking: bool,
         request: RequestSlot<Self::Request>,
     ) -> Result<()>;
-    fn irecv(mtl: &Mtl<Self>, comm: Comm, src: i32, tag: i32, convertor: &mut Convertor, request: RequestSlot<Self::Request>) -> Result<()>;
+    fn irecv(
+        mtl: &Mtl<Self>,
+        comm: Comm,
+        src: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        request: RequestSlot<Self::Request>,
+    ) -> Result<()>;
     /// A matching message's status, without receiving it.
     fn iprobe(mtl: &Mtl<Self>, comm: Comm, src: i32, tag: i32) -> Result<Option<Status>>;
     /// Claims a matching message: the returned `ompi_message_t` (from
     /// `ompi_message_alloc`) is later handed to `imrecv`.
-    fn improbe(mtl: &Mtl<Self>, comm: Comm, src: i32, tag: i32) -> Result<Option<(*mut sys::ompi_message_t, Status)>>;
-    fn imrecv(mtl: &Mtl<Self>, convertor: &mut Convertor, message: *mut sys::ompi_message_t, request: RequestSlot<Self::Request>) -> Result<()>;
+    fn improbe(
+        mtl: &Mtl<Self>,
+        comm: Comm,
+        src: i32,
+        tag: i32,
+    ) -> Result<Option<(*mut sys::ompi_message_t, Status)>>;
+    fn imrecv(
+        mtl: &Mtl<Self>,
+        convertor: &mut Convertor,
+        message: *mut sys::ompi_message_t,
+        request: RequestSlot<Self::Request>,
+    ) -> Result<()>;
     /// Cancels a request if it has not matched yet (it then completes as cancelled).
     fn cancel(mtl: &Mtl<Self>, request: RequestSlot<Self::Request>, flag: i32) -> Result<()>;
     fn add_comm(mtl: &Mtl<Self>, comm: Comm) -> Result<()> {
@@ -218,7 +246,9 @@ unsafe impl<M: MtlModule> Send for Mtl<M> {}
 impl<M: MtlModule> std::ops::Deref for Mtl<M> {
     type Target = M;
     fn deref(&self) -> &M {
-        self.module.get().expect("the PML calls an MTL only after mtl_init succeeded")
+        self.module
+            .get()
+            .expect("the PML calls an MTL only after mtl_init succeeded")
     }
 }
 

@@ -34,14 +34,28 @@ fn procs_of(procs: *mut *mut sys::ompi_proc_t, n: usize) -> Vec<*mut sys::ompi_p
     (0..n).map(|i| unsafe { *procs.add(i) }).collect()
 }
 
-unsafe extern "C" fn add_procs<M: MtlModule>(mtl: *mut sys::mca_mtl_base_module_t, n: usize, procs: *mut *mut sys::ompi_proc_t) -> c_int {
-    // SAFETY: pointers from cm.
-    crate::guard::guard_code("mtl_add_procs", || M::add_procs(unsafe { module::<M>(mtl) }, &procs_of(procs, n)))
+unsafe extern "C" fn add_procs<M: MtlModule>(
+    mtl: *mut sys::mca_mtl_base_module_t,
+    n: usize,
+    procs: *mut *mut sys::ompi_proc_t,
+) -> c_int {
+    crate::guard::guard_code("mtl_add_procs", || {
+        // SAFETY: pointers from cm.
+        let this = unsafe { module::<M>(mtl) };
+        M::add_procs(this, &procs_of(procs, n))
+    })
 }
 
-unsafe extern "C" fn del_procs<M: MtlModule>(mtl: *mut sys::mca_mtl_base_module_t, n: usize, procs: *mut *mut sys::ompi_proc_t) -> c_int {
-    // SAFETY: pointers from cm.
-    crate::guard::guard_code("mtl_del_procs", || M::del_procs(unsafe { module::<M>(mtl) }, &procs_of(procs, n)))
+unsafe extern "C" fn del_procs<M: MtlModule>(
+    mtl: *mut sys::mca_mtl_base_module_t,
+    n: usize,
+    procs: *mut *mut sys::ompi_proc_t,
+) -> c_int {
+    crate::guard::guard_code("mtl_del_procs", || {
+        // SAFETY: pointers from cm.
+        let this = unsafe { module::<M>(mtl) };
+        M::del_procs(this, &procs_of(procs, n))
+    })
 }
 
 unsafe extern "C" fn finalize<M: MtlModule>(mtl: *mut sys::mca_mtl_base_module_t) -> c_int {
@@ -60,7 +74,14 @@ unsafe extern "C" fn send<M: MtlModule>(
     crate::guard::guard_code("mtl_send", || {
         // SAFETY: pointers from cm, valid for the call.
         let (this, mut conv) = unsafe { (module::<M>(mtl), Convertor::from_raw(convertor)) };
-        M::send(this, Comm(comm), dest, tag, &mut conv, SendMode::from_raw(mode))
+        M::send(
+            this,
+            Comm(comm),
+            dest,
+            tag,
+            &mut conv,
+            SendMode::from_raw(mode),
+        )
     })
 }
 
@@ -77,9 +98,23 @@ unsafe extern "C" fn isend<M: MtlModule>(
 ) -> c_int {
     crate::guard::guard_code("mtl_isend", || {
         // SAFETY: pointers from cm; the request has mtl_request_size bytes reserved.
-        let (this, mut conv, req) =
-            unsafe { (module::<M>(mtl), Convertor::from_raw(convertor), RequestSlot::from_raw(request)) };
-        M::isend(this, Comm(comm), dest, tag, &mut conv, SendMode::from_raw(mode), blocking, req)
+        let (this, mut conv, req) = unsafe {
+            (
+                module::<M>(mtl),
+                Convertor::from_raw(convertor),
+                RequestSlot::from_raw(request),
+            )
+        };
+        M::isend(
+            this,
+            Comm(comm),
+            dest,
+            tag,
+            &mut conv,
+            SendMode::from_raw(mode),
+            blocking,
+            req,
+        )
     })
 }
 
@@ -93,8 +128,13 @@ unsafe extern "C" fn irecv<M: MtlModule>(
 ) -> c_int {
     crate::guard::guard_code("mtl_irecv", || {
         // SAFETY: as for isend.
-        let (this, mut conv, req) =
-            unsafe { (module::<M>(mtl), Convertor::from_raw(convertor), RequestSlot::from_raw(request)) };
+        let (this, mut conv, req) = unsafe {
+            (
+                module::<M>(mtl),
+                Convertor::from_raw(convertor),
+                RequestSlot::from_raw(request),
+            )
+        };
         M::irecv(this, Comm(comm), src, tag, &mut conv, req)
     })
 }
@@ -152,7 +192,12 @@ unsafe extern "C" fn imrecv<M: MtlModule>(
     crate::guard::guard_code("mtl_imrecv", || {
         // SAFETY: pointers from cm; *message is the handle improbe produced.
         let (this, mut conv, req, msg) = unsafe {
-            (module::<M>(mtl), Convertor::from_raw(convertor), RequestSlot::from_raw(request), *message)
+            (
+                module::<M>(mtl),
+                Convertor::from_raw(convertor),
+                RequestSlot::from_raw(request),
+                *message,
+            )
         };
         M::imrecv(this, &mut conv, msg, req)?;
         // SAFETY: the message handle is consumed: the PML expects MPI_MESSAGE_NULL back.
@@ -161,7 +206,11 @@ unsafe extern "C" fn imrecv<M: MtlModule>(
     })
 }
 
-unsafe extern "C" fn cancel<M: MtlModule>(mtl: *mut sys::mca_mtl_base_module_t, request: *mut sys::mca_mtl_request_t, flag: c_int) -> c_int {
+unsafe extern "C" fn cancel<M: MtlModule>(
+    mtl: *mut sys::mca_mtl_base_module_t,
+    request: *mut sys::mca_mtl_request_t,
+    flag: c_int,
+) -> c_int {
     crate::guard::guard_code("mtl_cancel", || {
         // SAFETY: pointers from cm for a request this MTL started.
         let (this, req) = unsafe { (module::<M>(mtl), RequestSlot::from_raw(request)) };
@@ -169,12 +218,24 @@ unsafe extern "C" fn cancel<M: MtlModule>(mtl: *mut sys::mca_mtl_base_module_t, 
     })
 }
 
-unsafe extern "C" fn add_comm<M: MtlModule>(mtl: *mut sys::mca_mtl_base_module_t, comm: *mut sys::ompi_communicator_t) -> c_int {
-    // SAFETY: pointer from cm.
-    crate::guard::guard_code("mtl_add_comm", || M::add_comm(unsafe { module::<M>(mtl) }, Comm(comm)))
+unsafe extern "C" fn add_comm<M: MtlModule>(
+    mtl: *mut sys::mca_mtl_base_module_t,
+    comm: *mut sys::ompi_communicator_t,
+) -> c_int {
+    crate::guard::guard_code("mtl_add_comm", || {
+        // SAFETY: pointer from cm.
+        let this = unsafe { module::<M>(mtl) };
+        M::add_comm(this, Comm(comm))
+    })
 }
 
-unsafe extern "C" fn del_comm<M: MtlModule>(mtl: *mut sys::mca_mtl_base_module_t, comm: *mut sys::ompi_communicator_t) -> c_int {
-    // SAFETY: pointer from cm.
-    crate::guard::guard_code("mtl_del_comm", || M::del_comm(unsafe { module::<M>(mtl) }, Comm(comm)))
+unsafe extern "C" fn del_comm<M: MtlModule>(
+    mtl: *mut sys::mca_mtl_base_module_t,
+    comm: *mut sys::ompi_communicator_t,
+) -> c_int {
+    crate::guard::guard_code("mtl_del_comm", || {
+        // SAFETY: pointer from cm.
+        let this = unsafe { module::<M>(mtl) };
+        M::del_comm(this, Comm(comm))
+    })
 }
