@@ -10,7 +10,9 @@ fn main() {
     std::fs::create_dir_all(&out).unwrap();
     for dir in ["tests/programs", "tests/fixtures"] {
         println!("cargo:rerun-if-changed={dir}");
-        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
         let mut sources: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "c"))
@@ -23,7 +25,10 @@ fn main() {
     let component_dir = install.component_dir().unwrap_or_else(|e| panic!("{e}"));
     println!("cargo:rustc-env=RMCA_PROGRAMS_DIR={}", out.display());
     println!("cargo:rustc-env=RMCA_MPIRUN={}", install.mpirun.display());
-    println!("cargo:rustc-env=RMCA_SYSTEM_COMPONENT_DIR={}", component_dir.display());
+    println!(
+        "cargo:rustc-env=RMCA_SYSTEM_COMPONENT_DIR={}",
+        component_dir.display()
+    );
 }
 
 fn compile(mpicc: &Path, source: &Path, out: &Path) {

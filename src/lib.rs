@@ -26,7 +26,10 @@ impl McaConfig {
     pub fn new(name: &str, params: &[(&str, &str)]) -> McaConfig {
         McaConfig {
             name: name.to_owned(),
-            params: params.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            params: params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
         }
     }
 
@@ -50,13 +53,21 @@ impl McaConfig {
     pub fn stock_ofi_tcp() -> McaConfig {
         McaConfig::new(
             "stock-ofi-tcp",
-            &[("pml", "cm"), ("mtl", "ofi"), ("mtl_ofi_provider_include", "tcp;ofi_rxm")],
+            &[
+                ("pml", "cm"),
+                ("mtl", "ofi"),
+                ("mtl_ofi_provider_include", "tcp;ofi_rxm"),
+            ],
         )
     }
 
     /// The configurations every conformance program must pass on.
     pub fn stock() -> Vec<McaConfig> {
-        vec![McaConfig::stock_tcp(), McaConfig::stock_vader(), McaConfig::stock_ofi_tcp()]
+        vec![
+            McaConfig::stock_tcp(),
+            McaConfig::stock_vader(),
+            McaConfig::stock_ofi_tcp(),
+        ]
     }
 }
 
@@ -67,7 +78,8 @@ pub fn repo_root() -> PathBuf {
 
 /// Where `make` puts our components and their help files.
 pub fn component_build_dir() -> PathBuf {
-    std::env::var_os("RMCA_COMPONENT_DIR").map_or_else(|| repo_root().join("build/mca"), PathBuf::from)
+    std::env::var_os("RMCA_COMPONENT_DIR")
+        .map_or_else(|| repo_root().join("build/mca"), PathBuf::from)
 }
 
 /// The component search path: ours first, then the system's.
@@ -81,7 +93,11 @@ pub fn component_path() -> String {
 /// A compiled test program from tests/programs or tests/fixtures.
 pub fn program(name: &str) -> PathBuf {
     let path = Path::new(env!("RMCA_PROGRAMS_DIR")).join(name);
-    assert!(path.is_file(), "test program {name} was not built (looked at {})", path.display());
+    assert!(
+        path.is_file(),
+        "test program {name} was not built (looked at {})",
+        path.display()
+    );
     path
 }
 
@@ -116,7 +132,11 @@ impl JobOutput {
             "$ {}\nexit: {:?}{} after {:.1?}\n--- stdout (tail) ---\n{}\n--- stderr (tail) ---\n{}",
             self.command,
             self.code,
-            if self.timed_out { " (killed at timeout)" } else { "" },
+            if self.timed_out {
+                " (killed at timeout)"
+            } else {
+                ""
+            },
             self.elapsed,
             tail(&self.stdout, 40),
             tail(&self.stderr, 40)
@@ -149,7 +169,10 @@ pub fn parse_counts(line: &str) -> Option<(u64, u64)> {
     let mut parts = line.split(", ");
     let passed = parts.next()?.strip_suffix(" passed")?.parse().ok()?;
     let failed = parts.next()?.split(' ').next()?.parse().ok()?;
-    parts.next().is_none_or(|p| p.ends_with(" skipped")).then_some((passed, failed))
+    parts
+        .next()
+        .is_none_or(|p| p.ends_with(" skipped"))
+        .then_some((passed, failed))
 }
 
 /// One mpirun invocation.
@@ -201,7 +224,8 @@ impl Job {
 
     /// Extra mpirun options (hostfiles, binding, ...).
     pub fn mpirun_args(mut self, args: &[&str]) -> Job {
-        self.mpirun_args.extend(args.iter().map(|a| (*a).to_owned()));
+        self.mpirun_args
+            .extend(args.iter().map(|a| (*a).to_owned()));
         self
     }
 
@@ -238,7 +262,9 @@ impl Job {
             .stderr(Stdio::piped())
             .process_group(0);
         let started = Instant::now();
-        let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", line[0]));
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", line[0]));
         let stdout = drain(child.stdout.take().expect("piped"));
         let stderr = drain(child.stderr.take().expect("piped"));
         let mut timed_out = false;
@@ -292,7 +318,10 @@ mod tests {
     #[test]
     fn counts_lines_are_parsed_strictly() {
         assert_eq!(parse_counts("12 passed, 0 failed"), Some((12, 0)));
-        assert_eq!(parse_counts("mpi4py: 3 passed, 1 failed, 2 skipped"), Some((3, 1)));
+        assert_eq!(
+            parse_counts("mpi4py: 3 passed, 1 failed, 2 skipped"),
+            Some((3, 1))
+        );
         assert_eq!(parse_counts("passed, failed"), None);
         assert_eq!(parse_counts("12 passed"), None);
     }

@@ -38,7 +38,10 @@ fn ompi_info_lists_the_btl_fixture_and_every_kind_of_parameter() {
         "performance \"btl_rfixture_sends\"",
         "class: high watermark",
     ] {
-        assert!(text.contains(needle), "ompi_info output lacks {needle:?}:\n{text}");
+        assert!(
+            text.contains(needle),
+            "ompi_info output lacks {needle:?}:\n{text}"
+        );
     }
 }
 
@@ -51,25 +54,37 @@ fn btl_fixture_exported_symbol_is_the_only_one() {
         .output()
         .expect("run nm");
     let text = String::from_utf8_lossy(&out.stdout);
-    let exported: Vec<&str> = text.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let exported: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
     assert_eq!(exported, ["mca_btl_rfixture_component"], "{text}");
 }
 
 fn fixture_config(delivery: &str) -> McaConfig {
-    McaConfig::new(&format!("rfixture-{delivery}"), &[("pml", "ob1"), ("btl", "rfixture")])
-        .with("btl_rfixture_delivery", delivery)
+    McaConfig::new(
+        &format!("rfixture-{delivery}"),
+        &[("pml", "ob1"), ("btl", "rfixture")],
+    )
+    .with("btl_rfixture_delivery", delivery)
 }
 
 #[test]
 fn ob1_moves_every_size_class_through_the_fixture_inline() {
     fixture_built();
-    Job::new(&fixture_config("inline"), 1, program("self_exchange")).timeout(Duration::from_secs(60)).run().assert_passed();
+    Job::new(&fixture_config("inline"), 1, program("self_exchange"))
+        .timeout(Duration::from_secs(60))
+        .run()
+        .assert_passed();
 }
 
 #[test]
 fn ob1_moves_every_size_class_through_the_fixture_from_progress() {
     fixture_built();
-    Job::new(&fixture_config("progress"), 1, program("self_exchange")).timeout(Duration::from_secs(60)).run().assert_passed();
+    Job::new(&fixture_config("progress"), 1, program("self_exchange"))
+        .timeout(Duration::from_secs(60))
+        .run()
+        .assert_passed();
 }
 
 #[test]
@@ -78,7 +93,8 @@ fn an_invalid_parameter_is_reported_and_the_component_stays_out() {
     let out = Job::new(
         // Not naming the component explicitly: the job must go on without it (naming
         // it makes MPI_Init abort, and ORTE may then lose the forwarded message).
-        &McaConfig::new("bad", &[("pml", "ob1"), ("btl", "^openib,ofi")]).with("btl_rfixture_verbose", "500"),
+        &McaConfig::new("bad", &[("pml", "ob1"), ("btl", "^openib,ofi")])
+            .with("btl_rfixture_verbose", "500"),
         1,
         program("self_exchange"),
     )
@@ -103,49 +119,88 @@ fn a_different_runtime_version_is_refused_with_a_clear_message() {
     let source = dir.join("fakever.c");
     std::fs::write(&source, "const char opal_version_string[] = \"4.1.99\";\n").unwrap();
     let lib = dir.join("fakever.so");
-    assert!(Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&lib).arg(&source).status().unwrap().success());
-    let out = Job::new(&McaConfig::new("mismatch", &[("pml", "ob1"), ("btl", "^openib,ofi")]), 1, program("self_exchange"))
-        .env("LD_PRELOAD", lib.to_str().unwrap())
-        .timeout(Duration::from_secs(60))
-        .run();
+    assert!(
+        Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&lib)
+            .arg(&source)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = Job::new(
+        &McaConfig::new("mismatch", &[("pml", "ob1"), ("btl", "^openib,ofi")]),
+        1,
+        program("self_exchange"),
+    )
+    .env("LD_PRELOAD", lib.to_str().unwrap())
+    .timeout(Duration::from_secs(60))
+    .run();
     let all = format!("{}{}", out.stdout, out.stderr);
     assert!(
         all.contains("built against Open MPI 4.1.4 but this process runs Open MPI 4.1.99"),
         "{}",
         out.report()
     );
-    assert!(!all.contains("Segmentation fault") && !all.contains("signal 11"), "{}", out.report());
+    assert!(
+        !all.contains("Segmentation fault") && !all.contains("signal 11"),
+        "{}",
+        out.report()
+    );
     out.assert_passed();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn ompi_info_lists_the_mtl_fixture_and_its_parameters() {
-    assert!(component_build_dir().join("mca_mtl_rfixture.so").is_file(), "run make: mca_mtl_rfixture.so missing");
+    assert!(
+        component_build_dir().join("mca_mtl_rfixture.so").is_file(),
+        "run make: mca_mtl_rfixture.so missing"
+    );
     let text = ompi_info(&["--param", "mtl", "rfixture", "--level", "9"]);
     for needle in [
         "MCA mtl: rfixture (MCA v2.1.0, API v2.0.0, Component v4.1.4)",
         "\"mtl_rfixture_priority\" (current value: \"0\"",
         "\"mtl_rfixture_verbose\"",
     ] {
-        assert!(text.contains(needle), "ompi_info output lacks {needle:?}:\n{text}");
+        assert!(
+            text.contains(needle),
+            "ompi_info output lacks {needle:?}:\n{text}"
+        );
     }
 }
 
 #[test]
 fn cm_selects_the_mtl_fixture_and_matches_every_size_class() {
-    assert!(component_build_dir().join("mca_mtl_rfixture.so").is_file(), "run make: mca_mtl_rfixture.so missing");
-    let config = McaConfig::new("rfixture-mtl", &[("pml", "cm"), ("mtl", "rfixture")]).with("mtl_rfixture_verbose", "1");
-    let out = Job::new(&config, 1, program("self_exchange")).timeout(Duration::from_secs(60)).run();
+    assert!(
+        component_build_dir().join("mca_mtl_rfixture.so").is_file(),
+        "run make: mca_mtl_rfixture.so missing"
+    );
+    let config = McaConfig::new("rfixture-mtl", &[("pml", "cm"), ("mtl", "rfixture")])
+        .with("mtl_rfixture_verbose", "1");
+    let out = Job::new(&config, 1, program("self_exchange"))
+        .timeout(Duration::from_secs(60))
+        .run();
     out.assert_passed();
-    assert!(out.stderr.contains("mtl:rfixture: init") || out.stdout.contains("mtl:rfixture: init"), "{}", out.report());
+    assert!(
+        out.stderr.contains("mtl:rfixture: init") || out.stdout.contains("mtl:rfixture: init"),
+        "{}",
+        out.report()
+    );
 }
 
 #[test]
 fn the_mtl_fixture_declines_multi_process_jobs_and_cm_says_so() {
     let config = McaConfig::new("rfixture-mtl", &[("pml", "cm"), ("mtl", "rfixture")]);
-    let out = Job::new(&config, 2, program("self_exchange")).timeout(Duration::from_secs(60)).run();
+    let out = Job::new(&config, 2, program("self_exchange"))
+        .timeout(Duration::from_secs(60))
+        .run();
     assert!(!out.succeeded(), "{}", out.report());
     let all = format!("{}{}", out.stdout, out.stderr);
-    assert!(all.contains("PML cm cannot be selected") || all.contains("No components were able to be opened"), "{}", out.report());
+    assert!(
+        all.contains("PML cm cannot be selected")
+            || all.contains("No components were able to be opened"),
+        "{}",
+        out.report()
+    );
 }
