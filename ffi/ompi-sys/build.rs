@@ -24,7 +24,10 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     let umbrella_dir = manifest.join("../../ompi-headers");
     let shim_dir = manifest.join("shim");
-    println!("cargo:rerun-if-changed={}", umbrella_dir.join("ompi.h").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        umbrella_dir.join("ompi.h").display()
+    );
     for file in ["shim.h", "shim.c", "versions.c"] {
         println!("cargo:rerun-if-changed={}", shim_dir.join(file).display());
     }
