@@ -1,1 +1,41 @@
-//! rusnic protocol core: reliable, ordered, windowed delivery over unreliable datagrams (sans-IO)
+//! rusnic protocol core: reliable, ordered, windowed delivery over unreliable datagrams
+//! (sans-IO).
+//!
+//! This crate is the usNIC-style reliability layer of the `rusnic` BTL with no I/O, no
+//! clock, no threads and no `unsafe`. The glue feeds it datagrams, time and send requests
+//! and polls it for datagrams to transmit, events for the upper layer and its next timer;
+//! see [`Connection`] for the driving contract, the README for the protocol, and [`wire`]
+//! for the wire format.
+//!
+//! Module map: [`seq`] sequence arithmetic, [`wire`] encoding, [`crc`] checksum,
+//! `window` send/receive windows, [`rto`] timeout estimation, [`flow`] credits and
+//! backoff, `reassembly`, `connectivity`, [`Connection`] and [`Endpoint`], [`Stats`],
+//! [`Config`], and [`fault`] for seeded fault injection.
+
+#![forbid(unsafe_code)]
+
+pub mod config;
+mod connection;
+mod connectivity;
+pub mod crc;
+mod endpoint;
+mod event;
+pub mod fault;
+pub mod flow;
+mod rangeset;
+mod reassembly;
+mod ring;
+pub mod rto;
+pub mod seq;
+mod stats;
+pub mod time;
+mod window;
+pub mod wire;
+
+pub use config::{Config, ConfigError};
+pub use connection::{Connection, ConnectionParams};
+pub use endpoint::Endpoint;
+pub use event::{ConnError, Event, SendError, Transmit};
+pub use stats::Stats;
+pub use time::Instant;
+pub use wire::Channel;

@@ -1,0 +1,184 @@
+//! A small multi-peer front end: demultiplexes datagrams by sender id and round-robins
+//! output over connections. It follows the same driving contract as
+//! [`crate::Connection`] (inputs, then `poll_transmit`, `poll_event`, `next_timeout`),
+//! with the peer id attached to every output. A glue with its own per-peer tables can
+//! skip it and drive `Connection`s directly.
+//!
+//! Timers are scanned per call (O(peers)); that is fine for the tens to hundreds of peers
+//! of one BTL module. A glue with thousands of peers would keep a timer heap instead.
+
+use std::collections::BTreeMap;
+
+use crate::config::{Config, ConfigError};
+use crate::connection::{Connection, ConnectionParams};
+use crate::event::{Event, SendError, Transmit};
+use crate::stats::Stats;
+use crate::time::{Instant, min_deadline};
+use crate::wire::{self, Channel};
+
+#[derive(Debug)]
+pub struct Endpoint {
+    cfg: Config,
+    local_id: u64,
+    peers: BTreeMap<u64, Connection>,
+    /// Peer ids in insertion order, for round-robin fairness.
+    order: Vec<u64>,
+    next_tx: usize,
+    next_ev: usize,
+    /// Counters for datagrams no connection could own (bad bytes, unknown senders).
+    stats: Stats,
+}
+
+impl Endpoint {
+    pub fn new(cfg: Config, local_id: u64) -> Result<Endpoint, ConfigError> {
+        cfg.validate()?;
+        Ok(Endpoint {
+            cfg,
+            local_id,
+            peers: BTreeMap::new(),
+            order: Vec::new(),
+            next_tx: 0,
+            next_ev: 0,
+            stats: Stats::default(),
+        })
+    }
+
+    /// Adds (or replaces) the connection to `peer_id` with the ISNs from the modex.
+    pub fn add_peer(&mut self, peer_id: u64, local_isn: u16, peer_isn: u16) {
+        let params = ConnectionParams {
+            local_id: self.local_id,
+            peer_id,
+            local_isn,
+            peer_isn,
+            seed: self.local_id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ peer_id,
+        };
+        let Ok(conn) = Connection::new(self.cfg.clone(), params) else {
+            // The configuration was validated in `new` and is immutable since.
+            return;
+        };
+        if self.peers.insert(peer_id, conn).is_none() {
+            self.order.push(peer_id);
+        }
+    }
+
+    pub fn remove_peer(&mut self, peer_id: u64) -> Option<Connection> {
+        self.order.retain(|&p| p != peer_id);
+        self.peers.remove(&peer_id)
+    }
+
+    pub fn connection(&self, peer_id: u64) -> Option<&Connection> {
+        self.peers.get(&peer_id)
+    }
+
+    pub fn connection_mut(&mut self, peer_id: u64) -> Option<&mut Connection> {
+        self.peers.get_mut(&peer_id)
+    }
+
+    pub fn peers(&self) -> impl Iterator<Item = &Connection> {
+        self.peers.values()
+    }
+
+    pub fn send(&mut self, peer_id: u64, id: u64, tag: u8, data: &[u8]) -> Result<(), SendError> {
+        self.peers
+            .get_mut(&peer_id)
+            .ok_or(SendError::UnknownPeer)?
+            .send(id, tag, data)
+    }
+
+    pub fn put(
+        &mut self,
+        peer_id: u64,
+        id: u64,
+        remote_addr: u64,
+        data: &[u8],
+    ) -> Result<(), SendError> {
+        self.peers
+            .get_mut(&peer_id)
+            .ok_or(SendError::UnknownPeer)?
+            .put(id, remote_addr, data)
+    }
+
+    pub fn repost_rx_buffers(&mut self, peer_id: u64, n: u32) {
+        if let Some(c) = self.peers.get_mut(&peer_id) {
+            c.repost_rx_buffers(n);
+        }
+    }
+
+    /// One datagram from the fabric. `from` is the sender as the fabric knows it (address
+    /// vector lookup), if it does; a header claiming another identity is dropped.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        channel: Channel,
+        from: Option<u64>,
+        bytes: &[u8],
+    ) {
+        self.stats.num_total_recvs += 1;
+        let p = match wire::decode(bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                self.stats.count_decode_error(e);
+                return;
+            }
+        };
+        if from.is_some_and(|f| f != p.sender) {
+            self.stats.num_unk_recvs += 1;
+            return;
+        }
+        match self.peers.get_mut(&p.sender) {
+            Some(c) => c.handle_packet(now, channel, bytes.len(), &p),
+            None => self.stats.num_unk_recvs += 1,
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for c in self.peers.values_mut() {
+            if c.next_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
+        }
+    }
+
+    /// Next datagram for any peer, round-robin so one busy peer cannot starve the rest.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(u64, Transmit)> {
+        let n = self.order.len();
+        for i in 0..n {
+            let idx = (self.next_tx + i) % n;
+            let peer = self.order[idx];
+            if let Some(t) = self.peers.get_mut(&peer).and_then(|c| c.poll_transmit(now)) {
+                self.next_tx = (idx + 1) % n;
+                return Some((peer, t));
+            }
+        }
+        None
+    }
+
+    pub fn poll_event(&mut self) -> Option<(u64, Event)> {
+        let n = self.order.len();
+        for i in 0..n {
+            let idx = (self.next_ev + i) % n;
+            let peer = self.order[idx];
+            if let Some(e) = self.peers.get_mut(&peer).and_then(Connection::poll_event) {
+                self.next_ev = (idx + 1) % n;
+                return Some((peer, e));
+            }
+        }
+        None
+    }
+
+    pub fn next_timeout(&self) -> Option<Instant> {
+        self.peers
+            .values()
+            .map(Connection::next_timeout)
+            .fold(None, min_deadline)
+    }
+
+    /// Endpoint-level counters plus every connection's.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats.clone();
+        for c in self.peers.values() {
+            s.accumulate(c.stats());
+        }
+        s
+    }
+}

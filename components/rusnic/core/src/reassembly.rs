@@ -1,0 +1,167 @@
+//! Reassembly of chunked fragments into bounded buffers.
+//!
+//! Chunks are copied into their fragment's buffer as they arrive, even out of order, so
+//! their receive buffer is free at once; the fragment is delivered when in-order delivery
+//! reaches its last chunk. At most `max` fragments are in reassembly per peer. A new
+//! fragment may take a slot only while two are free, or one is free and the chunk sits at
+//! the head of the receive window: the head fragment (the one delivery waits for) can
+//! therefore always be reassembled, and later fragments can never starve it. A chunk that
+//! finds no slot, or contradicts its slot (size, tag), is dropped without being
+//! acknowledged, so the sender's SACK logic or timer sends it again.
+
+use crate::wire::ChunkInfo;
+
+#[derive(Debug)]
+struct Slot {
+    frag_id: u32,
+    frag_size: u32,
+    tag: u8,
+    buf: Vec<u8>,
+    filled: u64,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Placed {
+    /// Copied; `last` when this chunk ends the fragment.
+    Ok { last: bool },
+    /// No reassembly slot may be taken now.
+    NoSlot,
+    /// Contradicts the fragment already in reassembly under this id.
+    Mismatch,
+}
+
+#[derive(Debug)]
+pub(crate) struct Reassembly {
+    slots: Vec<Option<Slot>>,
+}
+
+impl Reassembly {
+    pub fn new(max: u16) -> Self {
+        Reassembly {
+            slots: (0..max).map(|_| None).collect(),
+        }
+    }
+
+    pub fn active(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// Bytes held in reassembly buffers.
+    pub fn bytes(&self) -> usize {
+        self.slots.iter().flatten().map(|s| s.buf.len()).sum()
+    }
+
+    /// Copies one chunk. `at_head`: the chunk is the next sequence number to deliver.
+    pub fn place(&mut self, c: ChunkInfo, tag: u8, data: &[u8], at_head: bool) -> Placed {
+        // The decoder guarantees offset + len <= frag_size; keep the invariant local anyway.
+        let (off, end) = (c.offset as usize, c.offset as usize + data.len());
+        if end > c.frag_size as usize {
+            return Placed::Mismatch;
+        }
+        let idx = match self
+            .slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.frag_id == c.frag_id))
+        {
+            Some(i) => i,
+            None => {
+                let free = self.slots.len() - self.active();
+                if free >= 2 || (free == 1 && at_head) {
+                    let i = self.slots.iter().position(Option::is_none).unwrap_or(0);
+                    self.slots[i] = Some(Slot {
+                        frag_id: c.frag_id,
+                        frag_size: c.frag_size,
+                        tag,
+                        buf: vec![0; c.frag_size as usize],
+                        filled: 0,
+                    });
+                    i
+                } else {
+                    return Placed::NoSlot;
+                }
+            }
+        };
+        let Some(slot) = self.slots[idx].as_mut() else {
+            return Placed::NoSlot;
+        };
+        if slot.frag_size != c.frag_size || slot.tag != tag {
+            return Placed::Mismatch;
+        }
+        slot.buf[off..end].copy_from_slice(data);
+        slot.filled += data.len() as u64;
+        Placed::Ok {
+            last: end == c.frag_size as usize,
+        }
+    }
+
+    /// Removes a fragment; `Some` only when every byte arrived exactly once.
+    pub fn take(&mut self, frag_id: u32) -> Option<(u8, Vec<u8>)> {
+        let i = self
+            .slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.frag_id == frag_id))?;
+        let s = self.slots[i].take()?;
+        (s.filled == u64::from(s.frag_size)).then_some((s.tag, s.buf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ci(frag_id: u32, frag_size: u32, offset: u32) -> ChunkInfo {
+        ChunkInfo {
+            frag_id,
+            frag_size,
+            offset,
+        }
+    }
+
+    #[test]
+    fn out_of_order_chunks_reassemble() {
+        let mut r = Reassembly::new(2);
+        assert_eq!(
+            r.place(ci(5, 6, 4), 9, b"ef", true),
+            Placed::Ok { last: true }
+        );
+        assert_eq!(
+            r.place(ci(5, 6, 0), 9, b"ab", false),
+            Placed::Ok { last: false }
+        );
+        assert_eq!(r.take(5), None, "incomplete: removed and refused");
+        assert_eq!(
+            r.place(ci(5, 6, 0), 9, b"ab", true),
+            Placed::Ok { last: false }
+        );
+        assert_eq!(
+            r.place(ci(5, 6, 2), 9, b"cd", false),
+            Placed::Ok { last: false }
+        );
+        assert_eq!(
+            r.place(ci(5, 6, 4), 9, b"ef", false),
+            Placed::Ok { last: true }
+        );
+        assert_eq!(r.take(5), Some((9, b"abcdef".to_vec())));
+        assert_eq!(r.active(), 0);
+    }
+
+    #[test]
+    fn head_reservation_and_mismatch() {
+        let mut r = Reassembly::new(2);
+        assert_eq!(
+            r.place(ci(1, 10, 0), 0, b"x", false),
+            Placed::Ok { last: false }
+        );
+        // One slot left: only the head may take it.
+        assert_eq!(r.place(ci(2, 10, 0), 0, b"x", false), Placed::NoSlot);
+        assert_eq!(
+            r.place(ci(2, 10, 0), 0, b"x", true),
+            Placed::Ok { last: false }
+        );
+        assert_eq!(r.place(ci(3, 10, 0), 0, b"x", true), Placed::NoSlot);
+        assert_eq!(r.place(ci(1, 11, 1), 0, b"x", false), Placed::Mismatch);
+        assert_eq!(r.place(ci(1, 10, 1), 7, b"x", false), Placed::Mismatch);
+        assert_eq!(r.place(ci(1, 10, 9), 0, b"xy", false), Placed::Mismatch);
+        assert_eq!(r.bytes(), 20);
+    }
+}

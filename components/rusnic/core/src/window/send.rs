@@ -1,0 +1,255 @@
+//! Sender window: every segment from the oldest unacknowledged (`una`) to the next
+//! unassigned (`nxt`) sequence number, kept until cumulatively acknowledged.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::ring::Ring;
+use crate::rto::RttEstimator;
+use crate::time::Instant;
+use crate::wire::{Channel, ChunkInfo};
+
+/// One segment awaiting acknowledgement, with what is needed to send it again.
+#[derive(Debug)]
+pub(crate) struct SentSeg {
+    /// The whole fragment the payload is a slice of (shared by its chunks).
+    pub data: Arc<[u8]>,
+    /// Payload range within `data`.
+    pub start: usize,
+    pub len: usize,
+    pub tag: u8,
+    pub chunk: Option<ChunkInfo>,
+    pub put_addr: Option<u64>,
+    /// Channel of the latest transmission (resends always use the data channel).
+    pub channel: Channel,
+    /// Last transmission time: the retransmission timer runs from here.
+    pub sent_at: Instant,
+    /// Transmissions so far (Karn's rule: only 1 gives an RTT sample).
+    pub transmissions: u32,
+    /// The receiver reported it in a SACK block; no resend needed.
+    pub sacked: bool,
+    /// Sits in the resend queue.
+    pub resend_queued: bool,
+    /// Already fast-retransmitted once; further loss is left to the timer.
+    pub fast_retransmitted: bool,
+    /// The glue's id of the fragment this segment ends, completed when it is acked.
+    pub completes: Option<u64>,
+}
+
+/// Result of a cumulative ACK.
+#[derive(Debug, Default)]
+pub(crate) struct Acked {
+    pub segments: u64,
+    pub completed: Vec<u64>,
+}
+
+#[derive(Debug)]
+pub(crate) struct SendWindow {
+    ring: Ring<Option<SentSeg>>,
+    window: u64,
+    /// Oldest unacknowledged sequence number.
+    pub una: u64,
+    /// Next sequence number to assign.
+    pub nxt: u64,
+    /// Per channel: one past the highest SACKed sequence number last sent on it.
+    sacked_end: [u64; 2],
+    /// Per channel: next sequence number to examine for SACK-based loss.
+    loss_scan: [u64; 2],
+    /// Consecutive duplicate ACKs at the current `una`.
+    dupacks: u32,
+    /// Sequence numbers to send again, oldest evidence first.
+    resend: VecDeque<u64>,
+}
+
+impl SendWindow {
+    pub fn new(window: u16, start: u64) -> Self {
+        SendWindow {
+            ring: Ring::new(usize::from(window)),
+            window: u64::from(window),
+            una: start,
+            nxt: start,
+            sacked_end: [0; 2],
+            loss_scan: [start; 2],
+            dupacks: 0,
+            resend: VecDeque::new(),
+        }
+    }
+
+    pub fn in_flight(&self) -> u64 {
+        self.nxt - self.una
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.in_flight() < self.window
+    }
+
+    /// Records a new segment and returns its sequence number. Caller checks `is_open`.
+    pub fn push(&mut self, seg: SentSeg) -> u64 {
+        debug_assert!(self.is_open());
+        let seq = self.nxt;
+        *self.ring.get_mut(seq) = Some(seg);
+        self.nxt += 1;
+        seq
+    }
+
+    pub fn get_mut(&mut self, seq: u64) -> Option<&mut SentSeg> {
+        if (self.una..self.nxt).contains(&seq) {
+            self.ring.get_mut(seq).as_mut()
+        } else {
+            None
+        }
+    }
+
+    /// Everything below `ack` arrived. Caller guarantees `una <= ack <= nxt`.
+    pub fn ack(&mut self, ack: u64, now: Instant, rtt: &mut RttEstimator) -> Acked {
+        let mut out = Acked::default();
+        let mut sample = None;
+        while self.una < ack {
+            if let Some(seg) = self.ring.get_mut(self.una).take() {
+                if seg.transmissions == 1 {
+                    sample = Some(now.since(seg.sent_at));
+                }
+                if let Some(id) = seg.completes {
+                    out.completed.push(id);
+                }
+            }
+            self.una += 1;
+            out.segments += 1;
+        }
+        if let Some(s) = sample {
+            rtt.on_sample(s);
+        }
+        for p in &mut self.loss_scan {
+            *p = (*p).max(self.una);
+        }
+        self.dupacks = 0;
+        out
+    }
+
+    /// A standalone ACK repeated `una`; returns true when the oldest segment was queued
+    /// for fast retransmit. The classic rule (`threshold` duplicates) is guarded: some
+    /// later segment on the *same channel* must have been SACKed, because segments on the
+    /// other channel overtake legitimately and prove nothing about loss.
+    pub fn dup_ack(&mut self, threshold: u32) -> bool {
+        if self.in_flight() == 0 {
+            return false;
+        }
+        self.dupacks += 1;
+        let una = self.una;
+        let ch = match self.get_mut(una) {
+            Some(s) => s.channel as usize,
+            None => return false,
+        };
+        if self.dupacks >= threshold && self.sacked_end[ch] > una {
+            return self.fast_retransmit(una);
+        }
+        false
+    }
+
+    fn fast_retransmit(&mut self, seq: u64) -> bool {
+        let Some(seg) = self.get_mut(seq) else {
+            return false;
+        };
+        if seg.sacked || seg.resend_queued || seg.fast_retransmitted {
+            return false;
+        }
+        seg.fast_retransmitted = true;
+        seg.resend_queued = true;
+        self.resend.push_back(seq);
+        true
+    }
+
+    /// Marks `[start, end)` (clipped to the window) as received out of order.
+    pub fn sack(&mut self, start: u64, end: u64) {
+        let (s, e) = (start.max(self.una), end.min(self.nxt));
+        for seq in s..e {
+            if let Some(seg) = self.ring.get_mut(seq).as_mut() {
+                seg.sacked = true;
+                let ch = seg.channel as usize;
+                self.sacked_end[ch] = self.sacked_end[ch].max(seq + 1);
+            }
+        }
+    }
+
+    /// Queues every unSACKed segment at least `threshold` sequence numbers below the
+    /// highest SACKed segment of its own channel (forward-acknowledgement loss inference,
+    /// per channel: each channel is a FIFO queue, but the priority channel overtakes the
+    /// data channel, which must not count as loss). Each channel's scan only moves
+    /// forward, so the cost is amortised O(1) per segment. Returns how many were queued.
+    pub fn detect_losses(&mut self, threshold: u64) -> u64 {
+        let mut n = 0;
+        for ch in 0..2 {
+            while self.loss_scan[ch] < self.nxt {
+                let seq = self.loss_scan[ch];
+                let Some(seg) = self.ring.get(seq).as_ref() else {
+                    self.loss_scan[ch] += 1;
+                    continue;
+                };
+                if seg.channel as usize == ch && !seg.sacked {
+                    if seq + threshold >= self.sacked_end[ch] {
+                        break;
+                    }
+                    if self.fast_retransmit(seq) {
+                        n += 1;
+                    }
+                }
+                self.loss_scan[ch] += 1;
+            }
+        }
+        n
+    }
+
+    /// Queues every segment whose timer expired. Returns the count and the next expiry.
+    pub fn expire(&mut self, now: Instant, rto: u64) -> (u64, Option<Instant>) {
+        let mut n = 0;
+        let mut next: Option<Instant> = None;
+        for seq in self.una..self.nxt {
+            let Some(seg) = self.ring.get_mut(seq).as_mut() else {
+                continue;
+            };
+            if seg.sacked || seg.resend_queued {
+                continue;
+            }
+            let due = seg.sent_at.plus(rto);
+            if due <= now {
+                seg.resend_queued = true;
+                self.resend.push_back(seq);
+                n += 1;
+            } else {
+                next = Some(next.map_or(due, |d| d.min(due)));
+            }
+        }
+        (n, next)
+    }
+
+    /// Next segment to send again, skipping ones acknowledged since they were queued.
+    pub fn pop_resend(&mut self) -> Option<u64> {
+        while let Some(seq) = self.resend.pop_front() {
+            let una = self.una;
+            if let Some(seg) = self.get_mut(seq) {
+                seg.resend_queued = false;
+                if !seg.sacked && seq >= una {
+                    return Some(seq);
+                }
+            }
+        }
+        None
+    }
+
+    pub fn resend_len(&self) -> usize {
+        self.resend.len()
+    }
+
+    /// Empties the window (connection failure), returning the ids it still owed.
+    pub fn abandon(&mut self) -> Vec<u64> {
+        let mut ids = Vec::new();
+        for seq in self.una..self.nxt {
+            if let Some(seg) = self.ring.get_mut(seq).take() {
+                ids.extend(seg.completes);
+            }
+        }
+        self.una = self.nxt;
+        self.resend.clear();
+        ids
+    }
+}

@@ -1,0 +1,527 @@
+//! Wire format, version 1.
+//!
+//! Every datagram starts with a fixed 28-byte header, followed by optional extensions in
+//! a fixed order and then the payload. All multi-byte fields are little-endian and
+//! encoded field by field (no struct transmutes, no padding). Unlike the reference's
+//! 32/48-byte host-order C structs this format is not wire-compatible with the C usnic
+//! BTL; it is versioned so it can evolve.
+//!
+//! ```text
+//!  0                   1                   2                   3
+//!  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+//! +---------------+---------------+---------------+---------------+
+//! |  magic 0xB5   |  version (1)  |     type      |    channel    |  0
+//! +---------------+---------------+---------------+---------------+
+//! |     flags     |      tag      |  sack_count   |  reserved (0) |  4
+//! +---------------+---------------+---------------+---------------+
+//! |                     sender id (u64)                           |  8
+//! |                                                               |
+//! +-------------------------------+-------------------------------+
+//! |           seq (u16)           |           ack (u16)           | 16
+//! +-------------------------------+-------------------------------+
+//! |         credits (u16)         |       payload_len (u16)       | 20
+//! +-------------------------------+-------------------------------+
+//! |       crc32c over all bytes except this field (u32)           | 24
+//! +---------------------------------------------------------------+
+//! | sack_count x { start seq (u16) | length (u16) }               | 28  (ACK only)
+//! +---------------------------------------------------------------+
+//! | frag_id (u32) | frag_size (u32) | offset (u32)                |     (CHUNK only)
+//! +---------------------------------------------------------------+
+//! | put_addr (u64)                                                |     (flag PUT)
+//! +---------------------------------------------------------------+
+//! | nonce (u32) | probe_size (u32)                                |     (PING, PONG)
+//! +---------------------------------------------------------------+
+//! | payload (payload_len bytes)                                   |
+//! +---------------------------------------------------------------+
+//! ```
+//!
+//! * `type`: 1 ACK (header only), 2 FRAG (a whole upper-layer fragment), 3 CHUNK (a piece
+//!   of a fragment), 4 PING, 5 PONG (connectivity check; unsequenced).
+//! * `channel`: 0 priority, 1 data; must equal the channel the datagram arrived on.
+//! * `flags`: bit 0 ACK (`ack`/`credits` valid), bit 1 PUT (`put_addr` present),
+//!   bit 2 ACK_REQ (answer with an ACK now), bit 3 RNR (receiver not ready: back off).
+//! * `seq`: sequence number of a FRAG/CHUNK; zero otherwise.
+//! * `ack`: the next sequence number the sender of this datagram expects (cumulative:
+//!   everything before it arrived). Note: one more than the reference's `ack_seq`.
+//! * `credits`: how many sequence numbers starting at `ack` the receiver has buffers for.
+//! * SACK blocks: ranges of sequence numbers above `ack` that arrived out of order.
+//! * `crc32c`: see [`crate::crc`] for why; a datagram with a wrong CRC is dropped.
+//!
+//! The total length must equal exactly the header, the extensions and `payload_len`.
+//! [`decode`] validates every field and returns an error instead of panicking on any input.
+
+use crate::crc::Crc32c;
+
+pub const MAGIC: u8 = 0xB5;
+pub const VERSION: u8 = 1;
+/// Fixed header length.
+pub const HEADER_LEN: usize = 28;
+pub const SACK_BLOCK_LEN: usize = 4;
+pub const CHUNK_EXT_LEN: usize = 12;
+pub const PUT_EXT_LEN: usize = 8;
+pub const PROBE_EXT_LEN: usize = 8;
+/// Most SACK blocks one ACK carries.
+pub const MAX_SACK_BLOCKS: usize = 8;
+/// Largest ACK datagram: both channels must carry at least this.
+pub const MAX_ACK_LEN: usize = HEADER_LEN + MAX_SACK_BLOCKS * SACK_BLOCK_LEN;
+/// Largest data header (a PUT chunk).
+pub const MAX_DATA_HEADER_LEN: usize = HEADER_LEN + CHUNK_EXT_LEN + PUT_EXT_LEN;
+/// Size of the small connectivity probe.
+pub const SMALL_PROBE_LEN: usize = HEADER_LEN + PROBE_EXT_LEN;
+
+const CRC_OFFSET: usize = 24;
+
+/// Which of the two per-peer channels a datagram travels on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Channel {
+    /// Short queue, small MTU: ACKs, connectivity probes and tiny fragments.
+    Priority = 0,
+    /// Everything else, including all retransmissions.
+    Data = 1,
+}
+
+impl Channel {
+    pub const ALL: [Channel; 2] = [Channel::Priority, Channel::Data];
+
+    fn from_u8(v: u8) -> Option<Channel> {
+        match v {
+            0 => Some(Channel::Priority),
+            1 => Some(Channel::Data),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Ack = 1,
+    Frag = 2,
+    Chunk = 3,
+    Ping = 4,
+    Pong = 5,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Kind> {
+        match v {
+            1 => Some(Kind::Ack),
+            2 => Some(Kind::Frag),
+            3 => Some(Kind::Chunk),
+            4 => Some(Kind::Ping),
+            5 => Some(Kind::Pong),
+            _ => None,
+        }
+    }
+
+    fn is_data(self) -> bool {
+        matches!(self, Kind::Frag | Kind::Chunk)
+    }
+}
+
+pub mod flags {
+    pub const ACK: u8 = 0x01;
+    pub const PUT: u8 = 0x02;
+    pub const ACK_REQ: u8 = 0x04;
+    pub const RNR: u8 = 0x08;
+    pub const ALL: u8 = ACK | PUT | ACK_REQ | RNR;
+}
+
+/// Cumulative acknowledgement and flow-control grant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckInfo {
+    pub ack: u16,
+    pub credits: u16,
+}
+
+/// One SACK block: `len` sequence numbers starting at `start` were received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackBlock {
+    pub start: u16,
+    pub len: u16,
+}
+
+/// Up to [`MAX_SACK_BLOCKS`] blocks, inline (no allocation on the receive path).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sacks {
+    blocks: [SackBlock; MAX_SACK_BLOCKS],
+    len: u8,
+}
+
+impl Sacks {
+    /// Adds a block; returns false when full.
+    pub fn push(&mut self, b: SackBlock) -> bool {
+        let i = usize::from(self.len);
+        if i == MAX_SACK_BLOCKS {
+            return false;
+        }
+        self.blocks[i] = b;
+        self.len += 1;
+        true
+    }
+
+    pub fn as_slice(&self) -> &[SackBlock] {
+        &self.blocks[..usize::from(self.len)]
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// Sender-chosen id of the fragment, never zero.
+    pub frag_id: u32,
+    /// Total bytes of the fragment.
+    pub frag_size: u32,
+    /// Where this chunk's payload starts within the fragment.
+    pub offset: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    pub nonce: u32,
+    /// Total datagram length of the PING (echoed in the PONG).
+    pub size: u32,
+}
+
+/// A datagram, decoded (borrowing its payload) or about to be encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet<'a> {
+    pub kind: Kind,
+    pub channel: Channel,
+    pub sender: u64,
+    pub seq: u16,
+    pub tag: u8,
+    pub ack: Option<AckInfo>,
+    pub ack_req: bool,
+    pub rnr: bool,
+    pub sacks: Sacks,
+    pub chunk: Option<ChunkInfo>,
+    pub put_addr: Option<u64>,
+    pub probe: Option<Probe>,
+    /// Payload (FRAG/CHUNK data, PING padding).
+    pub payload: &'a [u8],
+}
+
+impl<'a> Packet<'a> {
+    /// A packet of `kind` with every optional part absent.
+    #[must_use]
+    pub fn new(kind: Kind, channel: Channel, sender: u64) -> Packet<'a> {
+        Packet {
+            kind,
+            channel,
+            sender,
+            seq: 0,
+            tag: 0,
+            ack: None,
+            ack_req: false,
+            rnr: false,
+            sacks: Sacks::default(),
+            chunk: None,
+            put_addr: None,
+            probe: None,
+            payload: &[],
+        }
+    }
+
+    /// Bytes this packet occupies on the wire.
+    #[must_use]
+    pub fn encoded_len(&self) -> usize {
+        header_len(self.kind, self.sacks.len(), self.put_addr.is_some()) + self.payload.len()
+    }
+
+    /// Appends the encoding to `out`. The caller guarantees the packet is well formed
+    /// (as every packet the core builds is); [`decode`] of the result returns it again.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let mut fl = 0u8;
+        if self.ack.is_some() {
+            fl |= flags::ACK;
+        }
+        if self.put_addr.is_some() {
+            fl |= flags::PUT;
+        }
+        if self.ack_req {
+            fl |= flags::ACK_REQ;
+        }
+        if self.rnr {
+            fl |= flags::RNR;
+        }
+        let ack = self.ack.unwrap_or(AckInfo { ack: 0, credits: 0 });
+        out.extend_from_slice(&[
+            MAGIC,
+            VERSION,
+            self.kind as u8,
+            self.channel as u8,
+            fl,
+            self.tag,
+            self.sacks.len,
+            0,
+        ]);
+        out.extend_from_slice(&self.sender.to_le_bytes());
+        out.extend_from_slice(&self.seq.to_le_bytes());
+        out.extend_from_slice(&ack.ack.to_le_bytes());
+        out.extend_from_slice(&ack.credits.to_le_bytes());
+        out.extend_from_slice(&(self.payload.len() as u16).to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+        for b in self.sacks.as_slice() {
+            out.extend_from_slice(&b.start.to_le_bytes());
+            out.extend_from_slice(&b.len.to_le_bytes());
+        }
+        if let Some(c) = self.chunk {
+            out.extend_from_slice(&c.frag_id.to_le_bytes());
+            out.extend_from_slice(&c.frag_size.to_le_bytes());
+            out.extend_from_slice(&c.offset.to_le_bytes());
+        }
+        if let Some(a) = self.put_addr {
+            out.extend_from_slice(&a.to_le_bytes());
+        }
+        if let Some(p) = self.probe {
+            out.extend_from_slice(&p.nonce.to_le_bytes());
+            out.extend_from_slice(&p.size.to_le_bytes());
+        }
+        out.extend_from_slice(self.payload);
+        let crc = checksum(&out[start..]);
+        out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Convenience: encode into a fresh buffer.
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.encoded_len());
+        self.encode(&mut v);
+        v
+    }
+}
+
+/// Header plus extensions for a packet shape (payload excluded).
+#[must_use]
+pub fn header_len(kind: Kind, sack_count: usize, put: bool) -> usize {
+    let mut n = HEADER_LEN + sack_count * SACK_BLOCK_LEN;
+    if kind == Kind::Chunk {
+        n += CHUNK_EXT_LEN;
+    }
+    if put {
+        n += PUT_EXT_LEN;
+    }
+    if matches!(kind, Kind::Ping | Kind::Pong) {
+        n += PROBE_EXT_LEN;
+    }
+    n
+}
+
+fn checksum(dgram: &[u8]) -> u32 {
+    let mut c = Crc32c::new();
+    c.update(&dgram[..CRC_OFFSET]);
+    c.update(&dgram[CRC_OFFSET + 4..]);
+    c.finish()
+}
+
+/// Why a datagram was rejected. Each maps to a counter in [`crate::Stats`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Shorter than its header, extensions and payload say.
+    Truncated,
+    /// Not our protocol.
+    BadMagic(u8),
+    /// Our protocol, another version.
+    BadVersion(u8),
+    /// CRC-32C mismatch: corrupted in flight.
+    BadCrc,
+    /// A field holds a value the format forbids (the string names the rule).
+    Malformed(&'static str),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Truncated => write!(f, "truncated datagram"),
+            DecodeError::BadMagic(m) => write!(f, "bad magic byte {m:#04x}"),
+            DecodeError::BadVersion(v) => {
+                write!(f, "unsupported wire version {v} (we speak {VERSION})")
+            }
+            DecodeError::BadCrc => write!(f, "CRC-32C mismatch"),
+            DecodeError::Malformed(why) => write!(f, "malformed datagram: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([b[o], b[o + 1]])
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[o..o + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// Parses and fully validates one datagram. Never panics.
+///
+/// Checks in order: length of the fixed header, magic, version, the shape fields needed to
+/// know the full length (type, flags, SACK count), exact length, CRC, then the semantic
+/// rules of each type. Validation that needs connection state (window, MTU, configured
+/// limits) is done by the connection.
+pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
+    if b.len() < HEADER_LEN {
+        return Err(DecodeError::Truncated);
+    }
+    if b[0] != MAGIC {
+        return Err(DecodeError::BadMagic(b[0]));
+    }
+    if b[1] != VERSION {
+        return Err(DecodeError::BadVersion(b[1]));
+    }
+    let kind = Kind::from_u8(b[2]).ok_or(DecodeError::Malformed("unknown type"))?;
+    let channel = Channel::from_u8(b[3]).ok_or(DecodeError::Malformed("unknown channel"))?;
+    let fl = b[4];
+    if fl & !flags::ALL != 0 {
+        return Err(DecodeError::Malformed("unknown flag bits"));
+    }
+    let tag = b[5];
+    let sack_count = usize::from(b[6]);
+    if sack_count > MAX_SACK_BLOCKS {
+        return Err(DecodeError::Malformed("too many SACK blocks"));
+    }
+    if b[7] != 0 {
+        return Err(DecodeError::Malformed("reserved byte not zero"));
+    }
+    let put = fl & flags::PUT != 0;
+    let payload_len = usize::from(u16_at(b, 22));
+    let hlen = header_len(kind, sack_count, put);
+    let total = hlen + payload_len;
+    if b.len() < total {
+        return Err(DecodeError::Truncated);
+    }
+    if b.len() > total {
+        return Err(DecodeError::Malformed("trailing bytes after payload"));
+    }
+    if u32_at(b, CRC_OFFSET) != checksum(b) {
+        return Err(DecodeError::BadCrc);
+    }
+
+    let sender = u64_at(b, 8);
+    let seq = u16_at(b, 16);
+    let ack_field = AckInfo {
+        ack: u16_at(b, 18),
+        credits: u16_at(b, 20),
+    };
+    let has_ack = fl & flags::ACK != 0;
+    let ack_req = fl & flags::ACK_REQ != 0;
+    let rnr = fl & flags::RNR != 0;
+    if !has_ack && (ack_field.ack != 0 || ack_field.credits != 0) {
+        return Err(DecodeError::Malformed("ack fields set without ACK flag"));
+    }
+    if rnr && !has_ack {
+        return Err(DecodeError::Malformed("RNR without ACK"));
+    }
+    if put && !kind.is_data() {
+        return Err(DecodeError::Malformed("PUT flag on a non-data type"));
+    }
+    if ack_req && kind != Kind::Ack {
+        return Err(DecodeError::Malformed("ACK_REQ on a non-ACK type"));
+    }
+    if !kind.is_data() && seq != 0 {
+        return Err(DecodeError::Malformed(
+            "sequence number on an unsequenced type",
+        ));
+    }
+    if (!kind.is_data() || put) && tag != 0 {
+        return Err(DecodeError::Malformed("tag on a type without one"));
+    }
+    if sack_count > 0 && kind != Kind::Ack {
+        return Err(DecodeError::Malformed("SACK blocks on a non-ACK type"));
+    }
+
+    let mut o = HEADER_LEN;
+    let mut sacks = Sacks::default();
+    for _ in 0..sack_count {
+        let blk = SackBlock {
+            start: u16_at(b, o),
+            len: u16_at(b, o + 2),
+        };
+        if blk.len == 0 || blk.len > 0x8000 {
+            return Err(DecodeError::Malformed("SACK block length out of range"));
+        }
+        sacks.push(blk);
+        o += SACK_BLOCK_LEN;
+    }
+    let mut chunk = None;
+    if kind == Kind::Chunk {
+        let c = ChunkInfo {
+            frag_id: u32_at(b, o),
+            frag_size: u32_at(b, o + 4),
+            offset: u32_at(b, o + 8),
+        };
+        o += CHUNK_EXT_LEN;
+        if c.frag_id == 0 {
+            return Err(DecodeError::Malformed("chunk with fragment id 0"));
+        }
+        if payload_len == 0 {
+            return Err(DecodeError::Malformed("empty chunk"));
+        }
+        if u64::from(c.offset) + payload_len as u64 > u64::from(c.frag_size) {
+            return Err(DecodeError::Malformed("chunk extends past its fragment"));
+        }
+        chunk = Some(c);
+    }
+    let mut put_addr = None;
+    if put {
+        put_addr = Some(u64_at(b, o));
+        o += PUT_EXT_LEN;
+    }
+    let mut probe = None;
+    if matches!(kind, Kind::Ping | Kind::Pong) {
+        let p = Probe {
+            nonce: u32_at(b, o),
+            size: u32_at(b, o + 4),
+        };
+        o += PROBE_EXT_LEN;
+        if has_ack {
+            return Err(DecodeError::Malformed("ACK flag on a probe"));
+        }
+        if kind == Kind::Ping && p.size as usize != b.len() {
+            return Err(DecodeError::Malformed(
+                "ping size does not match its length",
+            ));
+        }
+        if kind == Kind::Pong && (payload_len != 0 || (p.size as usize) < SMALL_PROBE_LEN) {
+            return Err(DecodeError::Malformed("bad pong"));
+        }
+        probe = Some(p);
+    }
+    if kind == Kind::Ack && (payload_len != 0 || !has_ack) {
+        return Err(DecodeError::Malformed(
+            "ACK must be header only and carry the ACK flag",
+        ));
+    }
+    Ok(Packet {
+        kind,
+        channel,
+        sender,
+        seq,
+        tag,
+        ack: has_ack.then_some(ack_field),
+        ack_req,
+        rnr,
+        sacks,
+        chunk,
+        put_addr,
+        probe,
+        payload: &b[o..],
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,207 @@
+use super::*;
+
+fn samples() -> Vec<Vec<u8>> {
+    let payload: Vec<u8> = (0..200u8).collect();
+    let mut out = Vec::new();
+
+    let mut ack = Packet::new(Kind::Ack, Channel::Priority, 0x0102_0304_0506_0708);
+    ack.ack = Some(AckInfo {
+        ack: 65535,
+        credits: 300,
+    });
+    ack.rnr = true;
+    ack.ack_req = true;
+    ack.sacks.push(SackBlock { start: 2, len: 3 });
+    ack.sacks.push(SackBlock {
+        start: 9,
+        len: 0x8000,
+    });
+    out.push(ack.to_vec());
+
+    let mut frag = Packet::new(Kind::Frag, Channel::Data, 7);
+    frag.seq = 65534;
+    frag.tag = 0x41;
+    frag.ack = Some(AckInfo { ack: 1, credits: 2 });
+    frag.payload = &payload;
+    out.push(frag.to_vec());
+
+    let mut chunk = Packet::new(Kind::Chunk, Channel::Data, 7);
+    chunk.seq = 3;
+    chunk.put_addr = Some(0xdead_beef_0000_1000);
+    chunk.chunk = Some(ChunkInfo {
+        frag_id: 9,
+        frag_size: 1000,
+        offset: 800,
+    });
+    chunk.payload = &payload;
+    out.push(chunk.to_vec());
+
+    let pad = vec![0u8; 100];
+    let mut ping = Packet::new(Kind::Ping, Channel::Data, 7);
+    ping.probe = Some(Probe {
+        nonce: 5,
+        size: (SMALL_PROBE_LEN + pad.len()) as u32,
+    });
+    ping.payload = &pad;
+    out.push(ping.to_vec());
+
+    let mut pong = Packet::new(Kind::Pong, Channel::Priority, 7);
+    pong.probe = Some(Probe {
+        nonce: 5,
+        size: 136,
+    });
+    out.push(pong.to_vec());
+
+    let mut empty = Packet::new(Kind::Frag, Channel::Priority, 0);
+    empty.seq = 1;
+    out.push(empty.to_vec());
+    out
+}
+
+#[test]
+fn round_trip_every_kind() {
+    for bytes in samples() {
+        let p = decode(&bytes).expect("valid sample");
+        assert_eq!(p.encoded_len(), bytes.len());
+        assert_eq!(p.to_vec(), bytes, "re-encoding is byte-identical");
+    }
+}
+
+#[test]
+fn layout_is_little_endian_at_documented_offsets() {
+    let mut p = Packet::new(Kind::Frag, Channel::Data, 0x1122_3344_5566_7788);
+    p.seq = 0xA1B2;
+    p.ack = Some(AckInfo {
+        ack: 0xC3D4,
+        credits: 0xE5F6,
+    });
+    p.tag = 0x99;
+    p.payload = b"xyz";
+    let b = p.to_vec();
+    assert_eq!(&b[..8], &[MAGIC, VERSION, 2, 1, flags::ACK, 0x99, 0, 0]);
+    assert_eq!(&b[8..16], &0x1122_3344_5566_7788u64.to_le_bytes());
+    assert_eq!(&b[16..24], &[0xB2, 0xA1, 0xD4, 0xC3, 0xF6, 0xE5, 3, 0]);
+    assert_eq!(&b[28..], b"xyz");
+    let crc = u32::from_le_bytes([b[24], b[25], b[26], b[27]]);
+    let mut c = Crc32c::new();
+    c.update(&b[..24]);
+    c.update(&b[28..]);
+    assert_eq!(crc, c.finish());
+}
+
+/// Re-seal a hand-edited datagram so that the CRC does not mask the rule under test.
+fn reseal(b: &mut [u8]) {
+    let crc = checksum(b);
+    b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn edited(base: &[u8], f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut b = base.to_vec();
+    f(&mut b);
+    reseal(&mut b);
+    b
+}
+
+fn malformed(r: Result<Packet<'_>, DecodeError>) -> bool {
+    matches!(r, Err(DecodeError::Malformed(_)))
+}
+
+#[test]
+fn every_rejection_path() {
+    let s = samples();
+    let (ack, frag, chunk, ping, pong) = (&s[0], &s[1], &s[2], &s[3], &s[4]);
+
+    assert_eq!(decode(&[]), Err(DecodeError::Truncated));
+    assert_eq!(decode(&frag[..HEADER_LEN - 1]), Err(DecodeError::Truncated));
+    assert_eq!(decode(&frag[..frag.len() - 1]), Err(DecodeError::Truncated));
+    assert_eq!(decode(&ack[..HEADER_LEN + 2]), Err(DecodeError::Truncated));
+    assert_eq!(
+        decode(&edited(frag, |b| b[0] = 0x45)),
+        Err(DecodeError::BadMagic(0x45))
+    );
+    assert_eq!(
+        decode(&edited(frag, |b| b[1] = 2)),
+        Err(DecodeError::BadVersion(2))
+    );
+    assert!(malformed(decode(&edited(frag, |b| b[2] = 0))));
+    assert!(malformed(decode(&edited(frag, |b| b[2] = 6))));
+    assert!(malformed(decode(&edited(frag, |b| b[3] = 2))));
+    assert!(malformed(decode(&edited(frag, |b| b[4] |= 0x10))));
+    assert!(malformed(decode(&edited(ack, |b| b[6] = 9))));
+    assert!(malformed(decode(&edited(frag, |b| b[7] = 1))));
+    assert!(malformed(decode(&edited(frag, |b| b.push(0)))));
+    // Corruption anywhere, header or payload, is caught by the CRC.
+    for i in 0..frag.len() {
+        if i == 0 || i == 1 {
+            continue; // magic/version are checked first, by design
+        }
+        let mut b = frag.clone();
+        b[i] ^= 0x20;
+        assert!(decode(&b).is_err(), "flip at {i} accepted");
+    }
+    let mut b = frag.clone();
+    b[40] ^= 1;
+    assert_eq!(decode(&b), Err(DecodeError::BadCrc));
+
+    // Flag rules.
+    assert!(malformed(decode(&edited(frag, |b| b[4] = 0)))); // ack fields without ACK flag
+    assert!(malformed(decode(&edited(frag, |b| b[4] = flags::RNR))));
+    assert!(malformed(decode(&edited(frag, |b| b[4] |= flags::ACK_REQ))));
+    assert!(malformed(decode(&edited(ack, |b| b[4] &= !flags::ACK))));
+    // PUT on an ACK: length grows by the extension, so append it to stay length-correct.
+    assert!(malformed(decode(&edited(ack, |b| {
+        b[4] |= flags::PUT;
+        b.extend_from_slice(&[0; PUT_EXT_LEN]);
+    }))));
+    // Unsequenced types must have seq 0 and no tag.
+    assert!(malformed(decode(&edited(ack, |b| b[16] = 1))));
+    assert!(malformed(decode(&edited(pong, |b| b[5] = 1))));
+    // A PUT has no AM tag.
+    assert!(malformed(decode(&edited(chunk, |b| b[5] = 3))));
+    // SACK block rules.
+    assert!(malformed(decode(&edited(ack, |b| {
+        b[HEADER_LEN + 2] = 0;
+        b[HEADER_LEN + 3] = 0;
+    }))));
+    assert!(malformed(
+        decode(&edited(ack, |b| b[HEADER_LEN + 7] = 0x90))
+    ));
+    // SACK on a data type.
+    assert!(malformed(decode(&edited(frag, |b| {
+        b[6] = 1;
+        b.splice(HEADER_LEN..HEADER_LEN, [1, 0, 1, 0]);
+    }))));
+    // Chunk rules.
+    let ext = HEADER_LEN;
+    assert!(malformed(decode(
+        &edited(chunk, |b| b[ext..ext + 4].fill(0))
+    )));
+    assert!(malformed(decode(&edited(chunk, |b| b[ext + 4..ext + 8]
+        .copy_from_slice(&900u32.to_le_bytes())))));
+    assert!(malformed(decode(&edited(chunk, |b| b[ext + 8..ext + 12]
+        .copy_from_slice(&u32::MAX.to_le_bytes())))));
+    let mut empty_chunk = Packet::new(Kind::Chunk, Channel::Data, 1);
+    empty_chunk.chunk = Some(ChunkInfo {
+        frag_id: 1,
+        frag_size: 10,
+        offset: 0,
+    });
+    assert!(malformed(decode(&empty_chunk.to_vec())));
+    // Probe rules.
+    assert!(malformed(decode(&edited(ping, |b| b[HEADER_LEN + 4] ^= 1))));
+    assert!(malformed(decode(&edited(pong, |b| b
+        [HEADER_LEN + 4..HEADER_LEN + 8]
+        .fill(0)))));
+    assert!(malformed(decode(&edited(pong, |b| {
+        b[4] = flags::ACK;
+    }))));
+}
+
+#[test]
+fn header_lengths() {
+    assert_eq!(MAX_ACK_LEN, 60);
+    assert_eq!(MAX_DATA_HEADER_LEN, 48);
+    assert_eq!(header_len(Kind::Frag, 0, false), 28);
+    assert_eq!(header_len(Kind::Frag, 0, true), 36);
+    assert_eq!(header_len(Kind::Ping, 0, false), SMALL_PROBE_LEN);
+}

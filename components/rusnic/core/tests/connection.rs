@@ -1,0 +1,488 @@
+//! Hand-driven scenarios for one pair of connections: each test controls exactly which
+//! datagrams arrive, so a behaviour can be pinned down precisely.
+
+use rusnic_core::wire::{self, Kind};
+use rusnic_core::{
+    Channel, Config, ConnError, Connection, ConnectionParams, Endpoint, Event, Instant, SendError,
+    Transmit,
+};
+
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+const A: u64 = 0xA;
+const B: u64 = 0xB;
+
+fn cfg() -> Config {
+    Config {
+        window: 64,
+        rx_buffers: 32,
+        rto_initial: MS,
+        rto_min: 200 * US,
+        rto_max: 50 * MS,
+        ack_delay: 50 * US,
+        ack_every: 4,
+        mtu_priority: 300,
+        mtu_data: 1000,
+        tiny_size: 200,
+        max_fragment_size: 10_000,
+        connectivity_check: false,
+        ..Config::default()
+    }
+}
+
+fn pair_with(c: Config) -> (Connection, Connection) {
+    let a = Connection::new(
+        c.clone(),
+        ConnectionParams {
+            local_id: A,
+            peer_id: B,
+            local_isn: 65530,
+            peer_isn: 7,
+            seed: 1,
+        },
+    )
+    .unwrap();
+    let b = Connection::new(
+        c,
+        ConnectionParams {
+            local_id: B,
+            peer_id: A,
+            local_isn: 7,
+            peer_isn: 65530,
+            seed: 2,
+        },
+    )
+    .unwrap();
+    (a, b)
+}
+
+fn drain(c: &mut Connection, now: u64) -> Vec<Transmit> {
+    std::iter::from_fn(|| c.poll_transmit(Instant(now))).collect()
+}
+
+fn events(c: &mut Connection) -> Vec<Event> {
+    std::iter::from_fn(|| c.poll_event()).collect()
+}
+
+fn deliver(to: &mut Connection, ts: &[Transmit], now: u64) {
+    for t in ts {
+        to.handle_datagram(Instant(now), t.channel, &t.bytes);
+    }
+}
+
+fn kinds(ts: &[Transmit]) -> Vec<Kind> {
+    ts.iter()
+        .map(|t| wire::decode(&t.bytes).unwrap().kind)
+        .collect()
+}
+
+#[test]
+fn tiny_goes_priority_large_is_chunked_on_data() {
+    let (mut a, mut b) = pair_with(cfg());
+    a.send(1, 0x41, b"hello").unwrap();
+    a.send(2, 0x42, &[7u8; 2500]).unwrap();
+    let ts = drain(&mut a, 0);
+    assert_eq!(ts[0].channel, Channel::Priority);
+    assert_eq!(
+        kinds(&ts),
+        vec![Kind::Frag, Kind::Chunk, Kind::Chunk, Kind::Chunk]
+    );
+    assert!(
+        ts[1..]
+            .iter()
+            .all(|t| t.channel == Channel::Data && t.bytes.len() <= 1000)
+    );
+    deliver(&mut b, &ts, 10 * US);
+    assert_eq!(
+        events(&mut b),
+        vec![
+            Event::Deliver {
+                tag: 0x41,
+                data: b"hello".to_vec()
+            },
+            Event::Deliver {
+                tag: 0x42,
+                data: vec![7u8; 2500]
+            }
+        ]
+    );
+}
+
+#[test]
+fn reordered_and_duplicated_datagrams_deliver_once_in_order() {
+    let (mut a, mut b) = pair_with(cfg());
+    for i in 0..6u8 {
+        a.send(u64::from(i), i, &[i; 300]).unwrap();
+    }
+    let mut ts = drain(&mut a, 0);
+    ts.reverse();
+    let dup = ts[2].clone();
+    ts.push(dup);
+    deliver(&mut b, &ts, 10 * US);
+    let got: Vec<u8> = events(&mut b)
+        .into_iter()
+        .map(|e| match e {
+            Event::Deliver { tag, .. } => tag,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(b.stats().num_oow_low_recvs + b.stats().num_dup_recvs, 1);
+}
+
+#[test]
+fn one_loss_is_fast_retransmitted_alone() {
+    let (mut a, mut b) = pair_with(cfg());
+    for i in 0..10u8 {
+        a.send(u64::from(i), 1, &[i; 300]).unwrap();
+    }
+    let ts = drain(&mut a, 0);
+    assert_eq!(ts.len(), 10);
+    let lost = ts[2].clone();
+    for (i, t) in ts.iter().enumerate() {
+        if i != 2 {
+            b.handle_datagram(Instant(10 * US), t.channel, &t.bytes);
+            let acks = drain(&mut b, 10 * US);
+            deliver(&mut a, &acks, 20 * US);
+        }
+    }
+    let resent = drain(&mut a, 20 * US);
+    assert_eq!(resent.len(), 1, "only the hole is resent");
+    let (p, q) = (
+        wire::decode(&resent[0].bytes).unwrap(),
+        wire::decode(&lost.bytes).unwrap(),
+    );
+    assert_eq!((p.seq, p.payload), (q.seq, q.payload));
+    assert_eq!(a.stats().num_fast_retrans, 1);
+    assert_eq!(a.stats().num_timeout_retrans, 0);
+    deliver(&mut b, &resent, 30 * US);
+    assert_eq!(events(&mut b).len(), 10);
+    deliver(&mut a, &drain(&mut b, 30 * US), 40 * US);
+    assert_eq!(events(&mut a).len(), 10, "ten completions");
+    assert_eq!(a.in_flight(), 0);
+}
+
+#[test]
+fn retransmission_timeout_backs_off_exponentially() {
+    let (mut a, _b) = pair_with(cfg());
+    a.send(1, 1, b"x").unwrap();
+    assert_eq!(drain(&mut a, 0).len(), 1); // lost
+    let t1 = a.next_timeout().unwrap();
+    assert_eq!(t1, Instant(MS), "rto_initial");
+    a.handle_timeout(t1);
+    assert_eq!(drain(&mut a, t1.0).len(), 1);
+    assert_eq!(a.rto(), 2 * MS);
+    let t2 = a.next_timeout().unwrap();
+    assert_eq!(t2.0 - t1.0, 2 * MS);
+    a.handle_timeout(t2);
+    drain(&mut a, t2.0);
+    assert_eq!(a.next_timeout().unwrap().0 - t2.0, 4 * MS);
+    assert_eq!(a.stats().num_timeout_retrans, 2);
+    assert_eq!(
+        a.srtt(),
+        None,
+        "Karn: no sample from retransmitted segments"
+    );
+}
+
+#[test]
+fn rtt_is_measured_from_clean_round_trips() {
+    let (mut a, mut b) = pair_with(cfg());
+    for i in 0..4 {
+        a.send(i, 1, b"x").unwrap();
+    }
+    let ts = drain(&mut a, 0);
+    deliver(&mut b, &ts, 100 * US);
+    let acks = drain(&mut b, 100 * US); // ack_every = 4: immediate
+    assert_eq!(kinds(&acks), vec![Kind::Ack]);
+    deliver(&mut a, &acks, 300 * US);
+    assert_eq!(a.srtt(), Some(300 * US));
+}
+
+#[test]
+fn delayed_ack_is_bounded_by_time_and_piggybacks() {
+    let (mut a, mut b) = pair_with(cfg());
+    a.send(1, 1, b"x").unwrap();
+    deliver(&mut b, &drain(&mut a, 0), 10 * US);
+    assert!(
+        drain(&mut b, 10 * US).is_empty(),
+        "one segment: ACK delayed"
+    );
+    assert_eq!(b.next_timeout(), Some(Instant(60 * US)));
+    // Data going back before the deadline carries the ACK instead.
+    b.send(9, 2, b"reply").unwrap();
+    let back = drain(&mut b, 20 * US);
+    assert_eq!(kinds(&back), vec![Kind::Frag]);
+    assert!(wire::decode(&back[0].bytes).unwrap().ack.is_some());
+    deliver(&mut a, &back, 30 * US);
+    assert_eq!(a.in_flight(), 0);
+    assert!(
+        b.next_timeout().is_none_or(|t| t > Instant(60 * US)),
+        "no standalone ACK left due"
+    );
+    // Without reverse traffic the deadline produces a standalone ACK.
+    a.send(2, 1, b"y").unwrap();
+    deliver(&mut b, &drain(&mut a, 40 * US), 50 * US);
+    let t = b.next_timeout().unwrap();
+    assert_eq!(t, Instant(100 * US));
+    b.handle_timeout(t);
+    assert_eq!(kinds(&drain(&mut b, t.0)), vec![Kind::Ack]);
+}
+
+#[test]
+fn stalled_receiver_bounds_the_sender_to_posted_buffers() {
+    let mut c = cfg();
+    c.rx_buffers = 4;
+    let (mut a, mut b) = pair_with(c);
+    for i in 0..20 {
+        a.send(i, 1, &[1; 50]).unwrap();
+    }
+    let mut now = 0;
+    let mut total = 0;
+    // The receiver's upper layer never returns buffers.
+    for _ in 0..20 {
+        let ts = drain(&mut a, now);
+        total += ts.len();
+        deliver(&mut b, &ts, now + 5 * US);
+        deliver(&mut a, &drain(&mut b, now + 5 * US), now + 10 * US);
+        now += 10 * MS;
+        a.handle_timeout(Instant(now));
+        b.handle_timeout(Instant(now));
+    }
+    assert_eq!(
+        events(&mut b).len(),
+        4,
+        "exactly the posted buffers were used"
+    );
+    assert_eq!(b.rx_in_glue(), 4);
+    assert_eq!(b.stats().num_rx_overruns, 0);
+    assert!(a.stats().num_window_probes > 0, "closed window probed");
+    assert!(total < 40, "probes back off instead of flooding: {total}");
+    // Reposting reopens the window with an immediate update.
+    b.repost_rx_buffers(4);
+    let upd = drain(&mut b, now);
+    assert_eq!(kinds(&upd), vec![Kind::Ack]);
+    deliver(&mut a, &upd, now);
+    assert_eq!(drain(&mut a, now).len(), 4);
+}
+
+#[test]
+fn put_completes_after_the_last_byte_is_acked() {
+    let (mut a, mut b) = pair_with(cfg());
+    let data: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+    a.put(77, 0x1000, &data).unwrap();
+    let ts = drain(&mut a, 0);
+    assert!(ts.len() >= 4);
+    assert!(events(&mut a).is_empty());
+    deliver(&mut b, &ts, 10 * US);
+    let mut rebuilt = vec![0u8; data.len()];
+    for e in events(&mut b) {
+        match e {
+            Event::Put {
+                remote_addr,
+                offset,
+                data: d,
+            } => {
+                assert_eq!(remote_addr, 0x1000);
+                rebuilt[offset as usize..offset as usize + d.len()].copy_from_slice(&d);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(rebuilt, data);
+    deliver(&mut a, &drain(&mut b, 10 * US), 20 * US);
+    assert_eq!(events(&mut a), vec![Event::SendComplete { id: 77 }]);
+}
+
+#[test]
+fn send_queue_limits_are_errors_window_limits_are_not() {
+    let mut c = cfg();
+    c.max_queued_fragments = 3;
+    c.window = 2;
+    c.rx_buffers = 2;
+    let (mut a, _) = pair_with(c);
+    assert_eq!(
+        a.send(0, 0, &[0; 10_001]),
+        Err(SendError::TooLarge {
+            len: 10_001,
+            max: 10_000
+        })
+    );
+    for i in 0..3 {
+        a.send(i, 0, b"x").unwrap();
+    }
+    assert_eq!(a.send(3, 0, b"x"), Err(SendError::Busy));
+    assert_eq!(drain(&mut a, 0).len(), 2, "window of 2");
+    a.send(3, 0, b"x").unwrap();
+    a.send(4, 0, b"x").unwrap();
+    assert_eq!(a.queued_fragments(), 3);
+}
+
+#[test]
+fn bad_datagrams_are_counted_and_dropped() {
+    let (mut a, mut b) = pair_with(cfg());
+    a.send(1, 1, b"hello").unwrap();
+    let t = drain(&mut a, 0).remove(0);
+    // Wrong channel for this header.
+    b.handle_datagram(Instant(1), Channel::Data, &t.bytes);
+    // Corrupted.
+    let mut bad = t.bytes.clone();
+    bad[30] ^= 1;
+    b.handle_datagram(Instant(1), t.channel, &bad);
+    // Truncated.
+    b.handle_datagram(Instant(1), t.channel, &t.bytes[..20]);
+    // Someone else's.
+    let mut other = Connection::new(
+        cfg(),
+        ConnectionParams {
+            local_id: 0xC,
+            peer_id: B,
+            local_isn: 0,
+            peer_isn: 0,
+            seed: 0,
+        },
+    )
+    .unwrap();
+    other.send(1, 1, b"hi").unwrap();
+    let o = drain(&mut other, 0).remove(0);
+    b.handle_datagram(Instant(1), o.channel, &o.bytes);
+    let s = b.stats();
+    assert_eq!(
+        (
+            s.num_malformed_recvs,
+            s.num_crc_errors,
+            s.num_truncated_recvs,
+            s.num_unk_recvs
+        ),
+        (1, 1, 1, 1)
+    );
+    assert!(events(&mut b).is_empty());
+    b.handle_datagram(Instant(1), t.channel, &t.bytes);
+    assert_eq!(events(&mut b).len(), 1);
+}
+
+#[test]
+fn endpoint_demultiplexes_and_rejects_spoofed_senders() {
+    let c = cfg();
+    let mut ea = Endpoint::new(c.clone(), A).unwrap();
+    let mut eb = Endpoint::new(c.clone(), B).unwrap();
+    ea.add_peer(B, 1, 2);
+    eb.add_peer(A, 2, 1);
+    ea.send(B, 5, 9, b"payload").unwrap();
+    assert_eq!(ea.send(0x99, 5, 9, b"x"), Err(SendError::UnknownPeer));
+    let (peer, t) = ea.poll_transmit(Instant(0)).unwrap();
+    assert_eq!(peer, B);
+    eb.handle_datagram(Instant(1), t.channel, Some(0xC), &t.bytes); // fabric says: from C
+    assert_eq!(eb.stats().num_unk_recvs, 1);
+    eb.handle_datagram(Instant(1), t.channel, Some(A), &t.bytes);
+    assert_eq!(
+        eb.poll_event(),
+        Some((
+            A,
+            Event::Deliver {
+                tag: 9,
+                data: b"payload".to_vec()
+            }
+        ))
+    );
+    let mut ec = Endpoint::new(c, 0xC).unwrap();
+    ec.handle_datagram(Instant(1), t.channel, None, &t.bytes); // no connection to A
+    assert_eq!(ec.stats().num_unk_recvs, 1);
+}
+
+#[test]
+fn retransmission_limit_reports_unreachable_and_fails_sends() {
+    let mut c = cfg();
+    c.max_timeouts = 3;
+    let (mut a, _) = pair_with(c);
+    a.send(1, 1, b"x").unwrap();
+    a.send(2, 1, &[0; 5000]).unwrap();
+    let mut now = 0;
+    drain(&mut a, now);
+    while let Some(t) = a.next_timeout() {
+        now = t.0;
+        a.handle_timeout(t);
+        drain(&mut a, now);
+    }
+    let ev = events(&mut a);
+    assert!(
+        matches!(
+            ev[0],
+            Event::Error(ConnError::PeerUnreachable {
+                peer: B,
+                attempts: 3
+            })
+        ),
+        "{ev:?}"
+    );
+    assert!(ev.contains(&Event::SendFailed { id: 1 }) && ev.contains(&Event::SendFailed { id: 2 }));
+    assert_eq!(a.send(3, 1, b"x"), Err(SendError::Failed));
+    if let Event::Error(e) = &ev[0] {
+        assert!(e.to_string().contains("unreachable"));
+    }
+}
+
+#[test]
+fn connectivity_check_pings_at_mtu_and_verifies() {
+    let mut c = cfg();
+    c.connectivity_check = true;
+    let (mut a, mut b) = pair_with(c);
+    a.send(1, 1, b"x").unwrap();
+    let ts = drain(&mut a, 0);
+    let sizes: Vec<(Kind, usize)> = ts
+        .iter()
+        .map(|t| (wire::decode(&t.bytes).unwrap().kind, t.bytes.len()))
+        .collect();
+    assert_eq!(
+        sizes,
+        vec![(Kind::Ping, 36), (Kind::Ping, 1000), (Kind::Frag, 29)]
+    );
+    deliver(&mut b, &ts, 10 * US);
+    let back = drain(&mut b, 10 * US);
+    deliver(&mut a, &back, 20 * US);
+    assert!(a.is_verified());
+    assert!(events(&mut a).contains(&Event::PathVerified));
+}
+
+#[test]
+fn peer_rnr_pauses_data_until_timer() {
+    let (mut a, _) = pair_with(cfg());
+    a.on_peer_rnr(Instant(0));
+    a.send(1, 1, b"x").unwrap();
+    assert!(drain(&mut a, 0).is_empty(), "backing off");
+    let t = a.next_timeout().unwrap();
+    assert!(t.0 > 0 && t.0 <= cfg().backoff_min);
+    a.handle_timeout(t);
+    assert_eq!(drain(&mut a, t.0).len(), 1);
+    assert_eq!(a.stats().num_backoffs, 1);
+}
+
+#[test]
+fn full_32768_segment_window_is_acknowledged_across_the_wrap() {
+    let mut c = cfg();
+    c.window = 32768;
+    c.rx_buffers = 32768;
+    c.max_queued_fragments = 40_000;
+    c.ack_every = u16::MAX;
+    c.ack_delay = 100 * US;
+    let (mut a, mut b) = pair_with(c);
+    for i in 0..40_000 {
+        a.send(i, 1, &[]).unwrap();
+    }
+    let ts = drain(&mut a, 0);
+    assert_eq!(ts.len(), 32768, "exactly one full window");
+    deliver(&mut b, &ts, 10 * US);
+    assert_eq!(events(&mut b).len(), 32768);
+    b.repost_rx_buffers(32768);
+    let acks = drain(&mut b, 10 * US);
+    let p = wire::decode(&acks[0].bytes).unwrap();
+    assert_eq!(p.ack.unwrap().ack, 65530u16.wrapping_add(32768));
+    deliver(&mut a, &acks, 20 * US);
+    assert_eq!(
+        a.in_flight(),
+        0,
+        "an ACK half the sequence space ahead is not mistaken for an old one"
+    );
+    assert_eq!(events(&mut a).len(), 32768);
+    assert_eq!(drain(&mut a, 20 * US).len(), 40_000 - 32768);
+}
