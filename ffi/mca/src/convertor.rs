@@ -70,3 +70,95 @@ impl Convertor {
         unsafe { (*self.0).bConverted }
     }
 }
+
+/// The contiguous bytes of an MTL send (`ompi_mtl_datatype_pack`): the user buffer
+/// itself when contiguous, else a packed copy freed on drop.
+#[derive(Debug)]
+pub struct SendBuffer {
+    ptr: *mut u8,
+    len: usize,
+    owned: bool,
+}
+
+impl SendBuffer {
+    /// Packs (or points at) the whole message behind `convertor`.
+    pub fn new(convertor: &mut Convertor) -> crate::Result<SendBuffer> {
+        let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
+        let (mut len, mut owned) = (0usize, false);
+        // SAFETY: valid convertor (constructor contract); out-pointers are ours.
+        let rc =
+            unsafe { sys::ompi_mtl_datatype_pack(convertor.0, &mut ptr, &mut len, &mut owned) };
+        crate::error::to_result(rc)?;
+        Ok(SendBuffer {
+            ptr: ptr.cast(),
+            len,
+            owned,
+        })
+    }
+
+    /// The message bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: pack produced `len` readable bytes at `ptr`, alive until drop (a
+        // packed copy) or for the send's duration (the user's buffer).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for SendBuffer {
+    fn drop(&mut self) {
+        if self.owned {
+            // SAFETY: ompi_mtl_datatype_pack malloc'ed this copy for us to free.
+            unsafe { libc::free(self.ptr.cast()) };
+        }
+    }
+}
+
+/// Where an MTL receive lands (`ompi_mtl_datatype_recv_buf`): the user buffer when
+/// contiguous, else a temporary one unpacked into the user's layout by `finish`.
+#[derive(Debug)]
+pub struct ReceiveBuffer {
+    convertor: *mut sys::opal_convertor_t,
+    ptr: *mut u8,
+    capacity: usize,
+}
+
+impl ReceiveBuffer {
+    /// A buffer for the receive described by `convertor`.
+    ///
+    /// # Safety
+    /// `convertor` must stay valid until `finish`.
+    pub unsafe fn new(convertor: *mut sys::opal_convertor_t) -> ReceiveBuffer {
+        let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
+        let (mut capacity, mut free_on_error) = (0usize, false);
+        // SAFETY: valid convertor (caller contract); out-pointers are ours.
+        unsafe {
+            sys::ompi_mtl_datatype_recv_buf(convertor, &mut ptr, &mut capacity, &mut free_on_error)
+        };
+        ReceiveBuffer {
+            convertor,
+            ptr: ptr.cast(),
+            capacity,
+        }
+    }
+
+    /// Bytes the receive can hold.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Copies up to `capacity` bytes of `data` in, unpacks, and returns how many fit.
+    pub fn finish(self, data: &[u8]) -> usize {
+        let copied = data.len().min(self.capacity);
+        if copied > 0 {
+            // SAFETY: recv_buf gave `capacity` writable bytes at `ptr`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, copied) };
+        }
+        // SAFETY: unpacks into the user's layout and frees a temporary buffer (a no-op
+        // for contiguous data); the convertor is valid (constructor contract).
+        unsafe { sys::ompi_mtl_datatype_unpack(self.convertor, self.ptr.cast(), copied) };
+        copied
+    }
+}

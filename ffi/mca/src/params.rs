@@ -203,26 +203,14 @@ impl Registrar {
         level: Level,
         help: &str,
     ) -> Param<i32> {
-        let storage = Storage::leak(default as c_int);
-        let help = format!("{help} [{}..{}]", range.start(), range.end());
-        let index = self.register(
+        self.ranged(
             name,
-            &help,
+            default,
+            range,
             sys::MCA_BASE_VAR_TYPE_INT,
-            std::ptr::null_mut(),
             level,
-            storage.as_c(),
-        );
-        let value = storage.get();
-        if !range.contains(&value) {
-            self.problems.push(format!(
-                "{} = {value} is out of range: it must be between {} and {}",
-                self.full_name(name),
-                range.start(),
-                range.end()
-            ));
-        }
-        Param { storage, index }
+            help,
+        )
     }
 
     /// A `size_t` parameter that must lie in `range` (byte counts, limits).
@@ -234,16 +222,30 @@ impl Registrar {
         level: Level,
         help: &str,
     ) -> Param<usize> {
+        self.ranged(
+            name,
+            default,
+            range,
+            sys::MCA_BASE_VAR_TYPE_SIZE_T,
+            level,
+            help,
+        )
+    }
+
+    /// Registers a numeric parameter whose C type is `ty` (matching `T`) and records
+    /// a problem if its effective value lies outside `range`.
+    fn ranged<T: Copy + PartialOrd + std::fmt::Display + 'static>(
+        &mut self,
+        name: &str,
+        default: T,
+        range: RangeInclusive<T>,
+        ty: sys::mca_base_var_type_t,
+        level: Level,
+        help: &str,
+    ) -> Param<T> {
         let storage = Storage::leak(default);
         let help = format!("{help} [{}..{}]", range.start(), range.end());
-        let index = self.register(
-            name,
-            &help,
-            sys::MCA_BASE_VAR_TYPE_SIZE_T,
-            std::ptr::null_mut(),
-            level,
-            storage.as_c(),
-        );
+        let index = self.register(name, &help, ty, std::ptr::null_mut(), level, storage.as_c());
         let value = storage.get();
         if !range.contains(&value) {
             self.problems.push(format!(

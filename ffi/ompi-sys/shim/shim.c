@@ -30,12 +30,6 @@ void rmca_output(int stream, const char *message)
     opal_output(stream, "%s", message);
 }
 
-int rmca_show_help(const char *file, const char *topic, int want_error_header,
-                   const char *a0, const char *a1, const char *a2, const char *a3)
-{
-    return opal_show_help(file, topic, want_error_header, a0, a1, a2, a3);
-}
-
 char *rmca_show_help_string(const char *file, const char *topic, int want_error_header,
                             const char *a0, const char *a1, const char *a2, const char *a3)
 {

@@ -19,9 +19,6 @@ int rmca_modex_recv(const mca_base_component_t *component, const opal_proc_t *pr
 
 /* opal_output with a preformatted string (no varargs across the FFI). */
 void rmca_output(int stream, const char *message);
-/* opal_show_help with up to four string arguments for the topic's %s. */
-int rmca_show_help(const char *file, const char *topic, int want_error_header,
-                   const char *a0, const char *a1, const char *a2, const char *a3);
 
 /* opal_show_help_string: the rendered text (malloc'ed; free it), or NULL. */
 char *rmca_show_help_string(const char *file, const char *topic, int want_error_header,
