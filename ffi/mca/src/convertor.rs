@@ -149,6 +149,22 @@ impl ReceiveBuffer {
         self.capacity
     }
 
+    /// Where a transport that writes the data itself (a posted libfabric receive) puts it:
+    /// `capacity` writable bytes, valid until `finish`/`finish_in_place`.
+    pub fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Unpacks `received` bytes that a transport already wrote at `as_mut_ptr` (clamped
+    /// to the capacity) and returns how many were taken.
+    pub fn finish_in_place(self, received: usize) -> usize {
+        let taken = received.min(self.capacity);
+        // SAFETY: as in `finish`: unpacks (or no-ops for contiguous data) and frees a
+        // temporary buffer; the convertor is valid (constructor contract).
+        unsafe { sys::ompi_mtl_datatype_unpack(self.convertor, self.ptr.cast(), taken) };
+        taken
+    }
+
     /// Copies up to `capacity` bytes of `data` in, unpacks, and returns how many fit.
     pub fn finish(self, data: &[u8]) -> usize {
         let copied = data.len().min(self.capacity);

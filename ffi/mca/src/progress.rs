@@ -28,7 +28,10 @@ pub fn unregister(callback: ProgressFn) -> Result<()> {
 macro_rules! progress_fn {
     ($vis:vis fn $name:ident() $body:block) => {
         $vis unsafe extern "C" fn $name() -> ::std::ffi::c_int {
-            $crate::guard::guard(stringify!($name), 0, || -> usize { $body } as ::std::ffi::c_int)
+            $crate::guard::guard(stringify!($name), 0, || {
+                let handled: usize = $body;
+                handled.min(::std::ffi::c_int::MAX as usize) as ::std::ffi::c_int
+            })
         }
     };
 }

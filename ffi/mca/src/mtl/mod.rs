@@ -75,6 +75,14 @@ impl Status {
 pub struct Comm(*mut sys::ompi_communicator_t);
 
 impl Comm {
+    /// A communicator the MTL found again through a message handle or kept in a request.
+    ///
+    /// # Safety
+    /// `raw` must be a live communicator for as long as the `Comm` is used.
+    pub unsafe fn from_raw(raw: *mut sys::ompi_communicator_t) -> Comm {
+        Comm(raw)
+    }
+
     /// The raw pointer (messages and MTL endpoints need it).
     pub fn as_ptr(&self) -> *mut sys::ompi_communicator_t {
         self.0
@@ -126,6 +134,13 @@ impl<R> RequestSlot<R> {
     /// A stable key (the request address) to find this request again.
     pub fn key(&self) -> usize {
         self.0 as usize
+    }
+
+    /// Where the state lives, without reading it: an address to compare with, valid
+    /// to dereference only under the contract of `state_mut`.
+    pub fn state_ptr(&self) -> *mut R {
+        // SAFETY: projecting a field of the PML's request memory reads nothing.
+        unsafe { (&raw mut (*self.0).state).cast() }
     }
 
     /// Stores the operation's state.

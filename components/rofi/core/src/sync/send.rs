@@ -4,8 +4,11 @@ use std::fmt;
 
 use crate::tag::{TagError, TagLayout};
 
-/// Blocking sends may inject; nonblocking ones always take a completion (as in the C MTL:
-/// the request must outlive the call, and a CQ entry is what completes it).
+/// Whether the PML waits in the call (MPI_Send) or gets a request back (MPI_Isend).
+///
+/// Both inject a message that fits `inject_size`: `fi_tinject` returns with the buffer
+/// reusable, so a nonblocking request may complete before isend returns, which MPI
+/// allows. The C MTL injects only in blocking sends and pays a CQ entry per small isend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendKind {
     Blocking,
@@ -100,7 +103,7 @@ pub fn plan_send(
     Ok(SendPlan {
         bits,
         cq_data: layout.cq_data(req.src_rank),
-        inject: req.kind == SendKind::Blocking && req.len <= limits.inject_size,
+        inject: req.len <= limits.inject_size,
         ack_recv: req.sync.then(|| AckRecv {
             match_bits: layout.ack_match_bits(bits),
             ignore_bits: 0,

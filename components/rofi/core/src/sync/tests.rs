@@ -32,12 +32,13 @@ fn plan(l: &TagLayout, sync: bool, kind: SendKind, len: u64) -> SendPlan {
 }
 
 #[test]
-fn plans_inject_only_small_blocking_sends_and_ack_exactly() {
+fn plans_inject_small_sends_of_either_kind_and_ack_exactly() {
     for l in layouts() {
         let p = plan(&l, false, SendKind::Blocking, 64);
         assert!(p.inject && p.ack_recv.is_none() && !l.is_sync_send(p.bits));
         assert!(!plan(&l, false, SendKind::Blocking, 65).inject);
-        assert!(!plan(&l, false, SendKind::Nonblocking, 0).inject);
+        assert!(plan(&l, false, SendKind::Nonblocking, 0).inject);
+        assert!(!plan(&l, false, SendKind::Nonblocking, 65).inject);
         let p = plan(&l, true, SendKind::Nonblocking, 10);
         assert!(l.is_sync_send(p.bits));
         let a = p.ack_recv.unwrap();
@@ -133,7 +134,7 @@ fn data_failure_cancels_the_ack_receive_and_waits_for_it() {
         SendStep::Complete(Err(SendError::Internal(12)))
     );
     // An unexpected cancellation of a send is reported as such.
-    let mut t = SendTracker::new(&plan(l, false, SendKind::Nonblocking, 1));
+    let mut t = SendTracker::new(&plan(l, false, SendKind::Nonblocking, 100));
     assert_eq!(
         t.on_data_error(OpError::Canceled),
         SendStep::Complete(Err(SendError::Canceled))

@@ -1,0 +1,288 @@
+//! `rofi`: the OFI MTL in Rust. MPI point-to-point matching on libfabric tagged
+//! messages (FI_EP_RDM), selected with `--mca pml cm --mca mtl rofi`.
+//!
+//! The protocol (tag layouts, provider choice, synchronous-send ACKs, completion
+//! meaning) is `rofi_core`; this crate opens the provider, posts what the core plans
+//! and feeds completions back. Raw pointers stay in `raw`.
+
+mod engine;
+mod params;
+mod progress;
+mod raw;
+mod recv;
+mod request;
+mod send;
+mod stats;
+
+use std::sync::OnceLock;
+
+use mca::component::{Component, Exported};
+use mca::convertor::Convertor;
+use mca::mtl::{Comm, Mtl, MtlComponent, MtlLimits, MtlModule, SendMode, Status};
+use mca::output::Stream;
+use mca::params::Registrar;
+use mca::{Error, Result, sys, verbose};
+use rofi_core::provider::{Requirements, Selection, select};
+use rofi_core::sync::SendLimits;
+
+use engine::Engine;
+use raw::Owned;
+use raw::fabric::{Fabric, Hints, InfoList};
+use raw::slot::Slot;
+use request::RequestState;
+
+/// The component type behind `mca_mtl_rofi_component`.
+pub struct Rofi;
+mca::declare_mtl_component!(mca_mtl_rofi_component, "rofi", Rofi);
+
+/// The module: the engine is process-wide because opal_progress callbacks carry no
+/// context.
+pub struct RofiModule;
+
+static ENGINE: OnceLock<Engine> = OnceLock::new();
+
+fn stream() -> Stream {
+    static STREAM: OnceLock<Stream> = OnceLock::new();
+    *STREAM.get_or_init(|| Stream::open(params::get().map_or(0, |p| p.verbose.get())))
+}
+
+fn engine() -> Result<&'static Engine> {
+    ENGINE.get().ok_or(Error::NOT_AVAILABLE)
+}
+
+mca::progress_fn!(fn rofi_progress() {
+    ENGINE.get().map_or(0, Engine::progress)
+});
+
+impl Component for Rofi {
+    fn register(reg: &mut Registrar) -> Result<()> {
+        params::register(reg);
+        stats::register(Rofi::raw());
+        Ok(())
+    }
+}
+
+fn env_number(name: &str) -> Option<usize> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+/// Every rank on this node (shm and loopback suffice)?
+fn single_node() -> bool {
+    match (
+        env_number("OMPI_COMM_WORLD_SIZE"),
+        env_number("OMPI_COMM_WORLD_LOCAL_SIZE"),
+    ) {
+        (Some(world), Some(local)) => world == local,
+        _ => true,
+    }
+}
+
+/// Discovers providers and lets the core choose; the list stays alive for opening.
+fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
+    let p = params::get().ok_or(Error::NOT_AVAILABLE)?;
+    let req = Requirements {
+        tag_mode: p.tag_mode(),
+        thread_multiple,
+        single_node: single_node(),
+        sep: None,
+    };
+    let mut last = None;
+    // FI_DIRECTED_RECV first (the full layout needs it); without it the layouts that
+    // carry the source in the tag still work.
+    for directed_recv in [true, false] {
+        let list = InfoList::discover(Hints {
+            thread_safe: thread_multiple,
+            directed_recv,
+        })
+        .map_err(|e| {
+            verbose!(stream(), 1, "mtl:rofi: {e}");
+            Error::NOT_AVAILABLE
+        })?;
+        let selection = select(&list.entries(), &p.filter(), &req);
+        if selection.chosen.is_some() {
+            return Ok((list, selection));
+        }
+        last = Some((list, selection));
+    }
+    last.ok_or(Error::NOT_AVAILABLE)
+}
+
+fn decline(selection: &Selection) -> Error {
+    let p = params::get();
+    let asked = p.is_some_and(|p| p.include.get().is_some());
+    if asked || stream().enabled(1) {
+        mca::help::show_help(
+            "help-mtl-rofi.txt",
+            "no provider",
+            true,
+            &[&selection.report()],
+        );
+    }
+    Error::NOT_AVAILABLE
+}
+
+impl MtlComponent for Rofi {
+    type Module = RofiModule;
+
+    fn query() -> Result<i32> {
+        let (_, selection) = choose(false)?;
+        if selection.chosen.is_none() {
+            return Err(decline(&selection));
+        }
+        Ok(params::get().map_or(0, |p| p.priority.get()))
+    }
+
+    fn init(_progress_threads: bool, mpi_threads: bool) -> Result<(RofiModule, MtlLimits)> {
+        let p = params::get().ok_or(Error::NOT_AVAILABLE)?;
+        let (list, selection) = choose(mpi_threads)?;
+        let Some(chosen) = selection.chosen else {
+            return Err(decline(&selection));
+        };
+        let info = &list.entries()[chosen.index];
+        verbose!(
+            stream(),
+            1,
+            "mtl:rofi: provider selection\n{}",
+            selection.report().trim_end()
+        );
+        let universe = env_number("OMPI_UNIVERSE_SIZE")
+            .filter(|&n| n > 0)
+            .or_else(|| env_number("OMPI_COMM_WORLD_SIZE"))
+            .unwrap_or(1);
+        let fabric = Fabric::open(&list, chosen.index, 0, universe).map_err(|e| {
+            mca::help::show_help("help-mtl-rofi.txt", "init failed", true, &[&info.name, &e]);
+            Error::NOT_AVAILABLE
+        })?;
+        let name = fabric.name().map_err(|e| {
+            mca::help::show_help("help-mtl-rofi.txt", "init failed", true, &[&info.name, &e]);
+            Error::NOT_AVAILABLE
+        })?;
+        raw::modex::send(&name)?;
+        let layout = chosen.layout;
+        let limits = SendLimits {
+            inject_size: info.inject_size as u64,
+            max_msg_size: info.max_msg_size,
+        };
+        let engine = Engine::new(
+            fabric,
+            layout,
+            limits,
+            info.name.clone(),
+            stream(),
+            p.progress_event_cnt.get() as usize,
+            name.len(),
+        );
+        verbose!(
+            stream(),
+            1,
+            "mtl:rofi: using {} [{}], tag layout {}, max tag {}, max cid {}, inject {} B, \
+             threads {}",
+            info.name,
+            info.fabric,
+            layout.kind(),
+            layout.max_tag(),
+            layout.max_contextid(),
+            info.inject_size,
+            if mpi_threads { "FI_THREAD_SAFE" } else { "FI_THREAD_DOMAIN" }
+        );
+        if ENGINE.set(engine).is_err() {
+            return Err(Error::ERROR);
+        }
+        mca::progress::register(rofi_progress)?;
+        let limits = MtlLimits {
+            max_contextid: layout.max_contextid().min(i32::MAX as u32) as i32,
+            max_tag: layout.max_tag(),
+            flags: 0,
+        };
+        Ok((RofiModule, limits))
+    }
+}
+
+impl MtlModule for RofiModule {
+    type Request = Owned<RequestState>;
+
+    fn add_procs(_mtl: &Mtl<Self>, procs: &[*mut sys::ompi_proc_t]) -> Result<()> {
+        engine()?.add_procs(procs)
+    }
+
+    fn del_procs(_mtl: &Mtl<Self>, procs: &[*mut sys::ompi_proc_t]) -> Result<()> {
+        engine()?.del_procs(procs);
+        Ok(())
+    }
+
+    fn finalize(_mtl: &Mtl<Self>) -> Result<()> {
+        let e = engine()?;
+        let _ = mca::progress::unregister(rofi_progress);
+        if e.stream.enabled(1) {
+            let summary = stats::snapshot()
+                .iter()
+                .map(|(n, v)| format!("{}={v}", n.trim_start_matches("mtl_rofi_")))
+                .collect::<Vec<_>>()
+                .join(" ");
+            verbose!(e.stream, 1, "mtl:rofi: finalize: {summary}");
+        }
+        e.fabric.close();
+        Ok(())
+    }
+
+    fn send(
+        _mtl: &Mtl<Self>,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        mode: SendMode,
+    ) -> Result<()> {
+        engine()?.send(comm, dest, tag, convertor, mode)
+    }
+
+    fn isend(
+        _mtl: &Mtl<Self>,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        mode: SendMode,
+        _blocking: bool,
+        request: Slot,
+    ) -> Result<()> {
+        engine()?.isend(comm, dest, tag, convertor, mode, request)
+    }
+
+    fn irecv(
+        _mtl: &Mtl<Self>,
+        comm: Comm,
+        src: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        request: Slot,
+    ) -> Result<()> {
+        engine()?.irecv(comm, src, tag, convertor, request)
+    }
+
+    fn iprobe(_mtl: &Mtl<Self>, comm: Comm, src: i32, tag: i32) -> Result<Option<Status>> {
+        engine()?.iprobe(comm, src, tag)
+    }
+
+    fn improbe(
+        _mtl: &Mtl<Self>,
+        comm: Comm,
+        src: i32,
+        tag: i32,
+    ) -> Result<Option<(*mut sys::ompi_message_t, Status)>> {
+        engine()?.improbe(comm, src, tag)
+    }
+
+    fn imrecv(
+        _mtl: &Mtl<Self>,
+        convertor: &mut Convertor,
+        message: *mut sys::ompi_message_t,
+        request: Slot,
+    ) -> Result<()> {
+        engine()?.imrecv(convertor, message, request)
+    }
+
+    fn cancel(_mtl: &Mtl<Self>, request: Slot, _flag: i32) -> Result<()> {
+        engine()?.cancel(request)
+    }
+}

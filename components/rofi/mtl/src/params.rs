@@ -1,0 +1,106 @@
+//! rofi's MCA parameters (`mtl_rofi_*`), registered once per process.
+
+use std::sync::OnceLock;
+
+use mca::params::{Level, Param, Registrar, StringParam};
+use rofi_core::provider::NameFilter;
+use rofi_core::tag::TagMode;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    pub priority: Param<i32>,
+    pub verbose: Param<i32>,
+    pub include: StringParam,
+    pub exclude: StringParam,
+    pub tag_mode: Param<i32>,
+    pub progress_event_cnt: Param<i32>,
+}
+
+static PARAMS: OnceLock<Params> = OnceLock::new();
+
+/// The registered parameters; `None` before registration.
+pub fn get() -> Option<&'static Params> {
+    PARAMS.get()
+}
+
+impl Params {
+    pub fn tag_mode(&self) -> TagMode {
+        TagMode::from_mca_value(self.tag_mode.get()).unwrap_or_default()
+    }
+
+    /// The include/exclude lists (validated at registration).
+    pub fn filter(&self) -> NameFilter {
+        NameFilter::from_params(self.include.get().as_deref(), self.exclude.get().as_deref())
+            .unwrap_or(NameFilter::Default)
+    }
+}
+
+pub fn register(reg: &mut Registrar) {
+    let priority = reg.int(
+        "priority",
+        20,
+        0..=100,
+        Level::DEV_ALL,
+        "Selection priority of the rofi MTL (select it explicitly with --mca mtl rofi)",
+    );
+    let verbose = reg.int(
+        "verbose",
+        0,
+        0..=100,
+        Level::USER_ALL,
+        "Verbosity of the rofi MTL: 1 = provider selection and a counter summary at \
+         finalize, 10 = every error completion with the provider's message",
+    );
+    let include = reg.string(
+        "provider_include",
+        None,
+        Level::USER_BASIC,
+        "Comma-separated libfabric providers rofi may use, in order of preference; \
+         case-insensitive prefixes of layered names (\"tcp\" matches \"tcp;ofi_rxm\"). \
+         Mutually exclusive with mtl_rofi_provider_exclude. Unset: every provider, \
+         preferring hardware, then tcp;ofi_rxm, then shm (single-node jobs), udp;ofi_rxd, \
+         sockets",
+        |_| Ok(()),
+    );
+    let exclude = reg.string(
+        "provider_exclude",
+        None,
+        Level::USER_BASIC,
+        "Comma-separated libfabric providers rofi must not use (same matching as \
+         mtl_rofi_provider_include, with which it is mutually exclusive). Unset: none",
+        |_| Ok(()),
+    );
+    if let Err(e) = NameFilter::from_params(include.get().as_deref(), exclude.get().as_deref()) {
+        reg.reject(e.to_string());
+    }
+    let modes: Vec<(i32, &str)> = TagMode::ALL
+        .iter()
+        .map(|m| (m.mca_value(), m.name()))
+        .collect();
+    let tag_mode = reg.enumeration(
+        "tag_mode",
+        TagMode::Auto.mca_value(),
+        &modes,
+        Level::TUNER_ALL,
+        "How MPI matching data is laid out in libfabric tags: ofi_tag_1 = 12-bit \
+         communicator id, 18-bit source, 32-bit tag; ofi_tag_2 = 24-bit id, 18-bit source, \
+         20-bit tag; ofi_tag_full = 30-bit id, 32-bit tag, source in remote CQ data (needs \
+         FI_DIRECTED_RECV and 4 bytes of CQ data); auto = ofi_tag_full when the provider \
+         allows it, else ofi_tag_1",
+    );
+    let progress_event_cnt = reg.int(
+        "progress_event_cnt",
+        100,
+        1..=4096,
+        Level::TUNER_ALL,
+        "Completion-queue entries read per fi_cq_read call during progress",
+    );
+    let _ = PARAMS.set(Params {
+        priority,
+        verbose,
+        include,
+        exclude,
+        tag_mode,
+        progress_event_cnt,
+    });
+}

@@ -1,0 +1,205 @@
+//! Reading the completion queue and turning entries into request completions.
+//!
+//! Entries are handled under the progress lock (the CQ buffer); what calls back into
+//! the PML or posts (completing requests, sending synchronous-send ACKs) runs after
+//! the lock is released, so a completion callback that re-enters the MTL cannot
+//! deadlock on it.
+
+use mca::mtl::{Comm, Status};
+use mca::verbose;
+use rofi_core::sync::{
+    AckSend, OpError, RecvEvent, SendStep, SendTracker, complete_receive,
+};
+
+use crate::engine::Engine;
+use crate::raw::context::{Event, Leg, Target, deliver_local, target_of};
+use crate::raw::fabric::{ADDR_ANY, CqRead};
+use crate::raw::slot;
+use crate::request::{Op, recv_status, send_status};
+use crate::stats::{Counter, bump};
+
+/// Work left for after the lock.
+#[derive(Debug)]
+enum Deferred {
+    Complete(usize, Status),
+    Ack(AckSend, Comm),
+}
+
+/// libfabric error number → the core's classification.
+pub fn op_error(err: i32) -> OpError {
+    match err.unsigned_abs() as u64 {
+        e if e == fabric_sys::FI_ETRUNC as u64 => OpError::Truncated,
+        e if e == fabric_sys::FI_ECANCELED => OpError::Canceled,
+        _ => OpError::Other(err.abs()),
+    }
+}
+
+impl Engine {
+    /// Drains the CQ; returns the number of completions handled (0 when another
+    /// thread is progressing).
+    pub fn progress(&self) -> usize {
+        let Ok(mut buf) = self.cq.try_lock() else {
+            return 0;
+        };
+        let mut later = Vec::new();
+        let mut handled = 0;
+        loop {
+            match self.fabric.cq_read(&mut buf.0) {
+                CqRead::Entries(n) => {
+                    bump(Counter::CqReads);
+                    for e in &buf.0[..n] {
+                        let ev = Event::Done {
+                            bits: e.tag,
+                            data: e.data,
+                            len: e.len as u64,
+                        };
+                        self.dispatch(target_of(e.op_context.cast()), ev, &mut later);
+                    }
+                    handled += n;
+                }
+                CqRead::Error(e) => {
+                    bump(Counter::Errors);
+                    verbose!(
+                        self.stream,
+                        10,
+                        "mtl:rofi: error completion {}: {}",
+                        e.err,
+                        e.message
+                    );
+                    let ev = Event::Failed {
+                        err: e.err,
+                        bits: e.bits,
+                        data: e.data,
+                        len: (e.len + e.olen) as u64,
+                        message: e.message,
+                    };
+                    self.dispatch(target_of(e.context), ev, &mut later);
+                    handled += 1;
+                }
+                CqRead::Empty => break,
+                CqRead::Failed(why) => {
+                    bump(Counter::Errors);
+                    verbose!(self.stream, 1, "mtl:rofi: {why}");
+                    break;
+                }
+            }
+        }
+        drop(buf);
+        for d in later {
+            match d {
+                Deferred::Ack(ack, comm) => self.send_ack(ack, comm),
+                Deferred::Complete(raw, status) => slot::complete(raw, status),
+            }
+        }
+        handled
+    }
+
+    fn dispatch(&self, target: Option<Target>, ev: Event, later: &mut Vec<Deferred>) {
+        match target {
+            // An operation posted without a context (none are): nothing to complete.
+            None => {}
+            Some(Target::Local(op)) => deliver_local(op, ev),
+            Some(Target::Request { raw, leg }) => {
+                let (ack, status) = slot::with_state(raw, |st| self.request_event(st, leg, ev));
+                // The ACK goes out before the receive completes, as the sender waits on it.
+                if let Some((ack, comm)) = ack {
+                    later.push(Deferred::Ack(ack, comm));
+                }
+                if let Some(status) = status {
+                    later.push(Deferred::Complete(raw, status));
+                }
+            }
+        }
+    }
+
+    /// Applies one event to a request; returns the ACK to send and the status to
+    /// complete it with, both for after the lock.
+    fn request_event(
+        &self,
+        st: &mut crate::request::RequestState,
+        leg: Leg,
+        ev: Event,
+    ) -> (Option<(AckSend, Comm)>, Option<Status>) {
+        match &mut st.op {
+            Op::Send { tracker, buffer } => {
+                let step = send_event(tracker, leg, &ev);
+                if leg == Leg::Data {
+                    // The provider is done reading the user's (or the packed) bytes.
+                    buffer.take();
+                }
+                match step {
+                    SendStep::Wait => (None, None),
+                    SendStep::CancelAckRecv => {
+                        self.fabric.cancel(st.ack_ctx.as_ptr());
+                        (None, None)
+                    }
+                    SendStep::Complete(r) => (None, Some(send_status(r))),
+                }
+            }
+            Op::Recv {
+                buffer,
+                posted_len,
+                comm,
+                path,
+                ..
+            } => {
+                let event = match ev {
+                    Event::Done { bits, data, len } => RecvEvent::Completed {
+                        bits,
+                        cq_data: data,
+                        len,
+                    },
+                    Event::Failed {
+                        err,
+                        bits,
+                        data,
+                        len,
+                        ..
+                    } => RecvEvent::from_error(op_error(err), bits, data, len),
+                };
+                let done = complete_receive(&self.layout, *path, *posted_len, event);
+                let status = recv_status(&done.status);
+                if let Some(b) = buffer.take() {
+                    b.finish_in_place(status.count);
+                }
+                (done.ack.map(|a| (a, *comm)), Some(status))
+            }
+        }
+    }
+
+    /// Sends the zero-byte acknowledgement of a synchronous send we received.
+    pub fn send_ack(&self, ack: AckSend, comm: Comm) {
+        let addr = match self.peer_addr(comm, ack.to_rank as i32) {
+            Ok(a) => a,
+            Err(_) => {
+                bump(Counter::Errors);
+                ADDR_ANY
+            }
+        };
+        let rc = self.retry(|| self.fabric.tinject(&[], addr, ack.bits, None));
+        if rc < 0 {
+            verbose!(
+                self.stream,
+                1,
+                "mtl:rofi: synchronous-send ACK to rank {} failed: {}",
+                ack.to_rank,
+                crate::raw::fabric::strerror(rc)
+            );
+        } else {
+            bump(Counter::AcksSent);
+        }
+    }
+}
+
+/// Feeds a send leg's event to its tracker.
+pub fn send_event(tracker: &mut SendTracker, leg: Leg, ev: &Event) -> SendStep {
+    match (leg, ev) {
+        (Leg::Data, Event::Done { .. }) => tracker.on_data_complete(),
+        (Leg::Data, Event::Failed { err, .. }) => tracker.on_data_error(op_error(*err)),
+        (Leg::Ack, Event::Done { .. }) => {
+            bump(Counter::AcksReceived);
+            tracker.on_ack_complete()
+        }
+        (Leg::Ack, Event::Failed { err, .. }) => tracker.on_ack_error(op_error(*err)),
+    }
+}

@@ -1,0 +1,476 @@
+//! libfabric objects and calls: the only place rofi touches `fabric_sys`.
+//!
+//! Every function here keeps libfabric's own contract (pointers it hands out stay
+//! valid until closed, contexts must outlive their operation); what a completion
+//! means is decided elsewhere.
+
+use std::ffi::{CStr, c_char, c_void};
+use std::ptr;
+
+use fabric_sys as fi;
+use rofi_core::provider::ProviderInfo;
+
+use super::context::OpContext;
+
+/// `FI_ADDR_UNSPEC`: any source (not bound: it is a cast macro).
+pub const ADDR_ANY: u64 = u64::MAX;
+/// `-FI_EAGAIN` as posting calls return it.
+pub const EAGAIN: isize = -(fi::FI_EAGAIN as isize);
+const EAVAIL: isize = -(fi::FI_EAVAIL as isize);
+
+/// The libfabric version whose semantics we ask for (as the C MTL does).
+const API_VERSION: u32 = fi::fi_version_of(1, 5);
+
+/// What a discovery asks of providers.
+#[derive(Debug, Clone, Copy)]
+pub struct Hints {
+    pub thread_safe: bool,
+    pub directed_recv: bool,
+}
+
+/// The list `fi_getinfo` returned; freed on drop.
+#[derive(Debug)]
+pub struct InfoList {
+    head: *mut fi::fi_info,
+}
+
+// SAFETY: the list is plain heap data owned by this value; libfabric has no thread
+// affinity for it.
+unsafe impl Send for InfoList {}
+// SAFETY: as above; shared access only reads it.
+unsafe impl Sync for InfoList {}
+
+fn text(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: libfabric attribute strings are NUL-terminated and live with their info.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// libfabric's message for an error number (positive or negative).
+pub fn strerror(code: isize) -> String {
+    // SAFETY: fi_strerror returns a static NUL-terminated string for any number.
+    text(unsafe { fi::fi_strerror(code.unsigned_abs() as i32) })
+}
+
+impl InfoList {
+    /// Tagged reliable-datagram providers (empty list when none fits, not an error).
+    pub fn discover(h: Hints) -> Result<InfoList, String> {
+        // SAFETY: fi_allocinfo returns a zeroed info with every attribute allocated.
+        let hints = unsafe { fi::fi_allocinfo() };
+        if hints.is_null() {
+            return Err("fi_allocinfo failed".into());
+        }
+        // SAFETY: every attribute pointer of a fi_allocinfo result is valid.
+        unsafe {
+            (*hints).mode = fi::FI_CONTEXT | fi::FI_CONTEXT2;
+            (*hints).caps = fi::FI_TAGGED | fi::FI_LOCAL_COMM | fi::FI_REMOTE_COMM;
+            if h.directed_recv {
+                (*hints).caps |= fi::FI_DIRECTED_RECV;
+            }
+            (*(*hints).ep_attr).type_ = fi::FI_EP_RDM;
+            (*(*hints).tx_attr).msg_order = fi::FI_ORDER_SAS;
+            (*(*hints).rx_attr).msg_order = fi::FI_ORDER_SAS;
+            (*(*hints).domain_attr).threading = if h.thread_safe {
+                fi::FI_THREAD_SAFE
+            } else {
+                fi::FI_THREAD_DOMAIN
+            };
+            (*(*hints).domain_attr).resource_mgmt = fi::FI_RM_ENABLED;
+        }
+        let mut head = ptr::null_mut();
+        // SAFETY: valid hints and out-pointer; the result is owned by the InfoList.
+        let rc = unsafe {
+            fi::fi_getinfo(API_VERSION, ptr::null(), ptr::null(), 0, hints, &mut head)
+        };
+        // SAFETY: hints came from fi_allocinfo and is not used again.
+        unsafe { fi::fi_freeinfo(hints) };
+        if rc == -(fi::FI_ENODATA as i32) {
+            return Ok(InfoList {
+                head: ptr::null_mut(),
+            });
+        }
+        if rc != 0 {
+            return Err(format!("fi_getinfo: {}", strerror(rc as isize)));
+        }
+        Ok(InfoList { head })
+    }
+
+    fn nth(&self, index: usize) -> *mut fi::fi_info {
+        let mut cursor = self.head;
+        for _ in 0..index {
+            if cursor.is_null() {
+                break;
+            }
+            // SAFETY: walking the list fi_getinfo returned.
+            cursor = unsafe { (*cursor).next };
+        }
+        cursor
+    }
+
+    /// Every entry, converted for the core's selection.
+    pub fn entries(&self) -> Vec<ProviderInfo> {
+        let mut out = Vec::new();
+        let mut cursor = self.head;
+        while !cursor.is_null() {
+            // SAFETY: a list entry from fi_getinfo: every attribute pointer is valid.
+            unsafe {
+                let i = &*cursor;
+                let (fab, dom, ep, tx) = (
+                    &*i.fabric_attr,
+                    &*i.domain_attr,
+                    &*i.ep_attr,
+                    &*i.tx_attr,
+                );
+                out.push(ProviderInfo {
+                    name: text(fab.prov_name),
+                    fabric: text(fab.name),
+                    domain: text(dom.name),
+                    ep_rdm: ep.type_ == fi::FI_EP_RDM,
+                    tagged: i.caps & fi::FI_TAGGED != 0,
+                    directed_recv: i.caps & fi::FI_DIRECTED_RECV != 0,
+                    cq_data_size: dom.cq_data_size,
+                    inject_size: tx.inject_size,
+                    max_msg_size: ep.max_msg_size as u64,
+                    mem_tag_format: ep.mem_tag_format,
+                    max_ep_tx_ctx: dom.max_ep_tx_ctx,
+                    max_ep_rx_ctx: dom.max_ep_rx_ctx,
+                    thread_safe: dom.threading == fi::FI_THREAD_SAFE,
+                });
+                cursor = i.next;
+            }
+        }
+        out
+    }
+}
+
+impl Drop for InfoList {
+    fn drop(&mut self) {
+        if !self.head.is_null() {
+            // SAFETY: the list came from fi_getinfo and is freed once.
+            unsafe { fi::fi_freeinfo(self.head) };
+        }
+    }
+}
+
+/// One error completion, with the provider's explanation.
+#[derive(Debug, Clone)]
+pub struct ErrorEntry {
+    pub context: *mut OpContext,
+    pub err: i32,
+    pub bits: u64,
+    pub data: u64,
+    pub len: usize,
+    pub olen: usize,
+    pub message: String,
+}
+
+/// A success completion (`fi_cq_tagged_entry`), laid out as libfabric writes it.
+pub type Entry = fi::fi_cq_tagged_entry;
+
+/// An empty entry for the read buffer.
+pub fn empty_entry() -> Entry {
+    Entry {
+        op_context: ptr::null_mut(),
+        flags: 0,
+        len: 0,
+        buf: ptr::null_mut(),
+        data: 0,
+        tag: 0,
+    }
+}
+
+/// What one `fi_cq_read` produced.
+#[derive(Debug)]
+pub enum CqRead {
+    Entries(usize),
+    Error(ErrorEntry),
+    Empty,
+    Failed(String),
+}
+
+/// The opened fabric: one domain, one endpoint, its address vector and CQ.
+#[derive(Debug)]
+pub struct Fabric {
+    fabric: *mut fi::fid_fabric,
+    domain: *mut fi::fid_domain,
+    ep: *mut fi::fid_ep,
+    av: *mut fi::fid_av,
+    cq: *mut fi::fid_cq,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+// SAFETY: the domain is FI_THREAD_SAFE when MPI threads are enabled; otherwise
+// (FI_THREAD_DOMAIN) the MPI threading level serialises every call into the MTL.
+unsafe impl Send for Fabric {}
+// SAFETY: as above.
+unsafe impl Sync for Fabric {}
+
+fn check(rc: i32, what: &str) -> Result<(), String> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(format!("{what}: {}", strerror(rc as isize)))
+    }
+}
+
+impl Fabric {
+    /// Opens entry `index` of `list`: fabric, domain, endpoint bound to an AV and a CQ.
+    pub fn open(
+        list: &InfoList,
+        index: usize,
+        cq_size: usize,
+        av_count: usize,
+    ) -> Result<Fabric, String> {
+        let info = list.nth(index);
+        if info.is_null() {
+            return Err("the chosen provider vanished from the list".into());
+        }
+        let mut f = Fabric {
+            fabric: ptr::null_mut(),
+            domain: ptr::null_mut(),
+            ep: ptr::null_mut(),
+            av: ptr::null_mut(),
+            cq: ptr::null_mut(),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        };
+        // On error the partly opened objects are closed by `close` via Drop of `f`.
+        // SAFETY: `info` is a live entry; out-pointers are ours; each object is
+        // opened from the one before it, as libfabric requires.
+        unsafe {
+            check(
+                fi::fi_fabric((*info).fabric_attr, &mut f.fabric, ptr::null_mut()),
+                "fi_fabric",
+            )?;
+            check(
+                fi::fi_domain(f.fabric, info, &mut f.domain, ptr::null_mut()),
+                "fi_domain",
+            )?;
+            check(
+                fi::fi_endpoint(f.domain, info, &mut f.ep, ptr::null_mut()),
+                "fi_endpoint",
+            )?;
+            let mut av_attr: fi::fi_av_attr = std::mem::zeroed();
+            av_attr.type_ = fi::FI_AV_UNSPEC;
+            av_attr.count = av_count;
+            check(
+                fi::fi_av_open(f.domain, &mut av_attr, &mut f.av, ptr::null_mut()),
+                "fi_av_open",
+            )?;
+            let mut cq_attr: fi::fi_cq_attr = std::mem::zeroed();
+            cq_attr.format = fi::FI_CQ_FORMAT_TAGGED;
+            cq_attr.size = cq_size;
+            check(
+                fi::fi_cq_open(f.domain, &mut cq_attr, &mut f.cq, ptr::null_mut()),
+                "fi_cq_open",
+            )?;
+            check(fi::fi_ep_bind(f.ep, &mut (*f.av).fid, 0), "fi_ep_bind(av)")?;
+            check(
+                fi::fi_ep_bind(f.ep, &mut (*f.cq).fid, fi::FI_TRANSMIT | fi::FI_RECV),
+                "fi_ep_bind(cq)",
+            )?;
+            check(fi::fi_enable(f.ep), "fi_enable")?;
+        }
+        Ok(f)
+    }
+
+    /// The endpoint's address, as peers insert it into their AV.
+    pub fn name(&self) -> Result<Vec<u8>, String> {
+        let mut buf = vec![0u8; fi::FI_NAME_MAX as usize];
+        let mut len = buf.len();
+        // SAFETY: open endpoint; `buf` has `len` writable bytes.
+        let rc = unsafe { fi::fi_getname(&mut (*self.ep).fid, buf.as_mut_ptr().cast(), &mut len) };
+        check(rc, "fi_getname")?;
+        buf.truncate(len);
+        Ok(buf)
+    }
+
+    /// Inserts `count` addresses of `name_len` bytes each (concatenated in `names`).
+    pub fn av_insert(&self, names: &[u8], count: usize) -> Result<Vec<u64>, String> {
+        let mut out = vec![ADDR_ANY; count];
+        if count == 0 {
+            return Ok(out);
+        }
+        // SAFETY: `names` holds `count` provider addresses; `out` has room for `count`.
+        let rc = unsafe {
+            fi::fi_av_insert(
+                self.av,
+                names.as_ptr().cast(),
+                count,
+                out.as_mut_ptr(),
+                0,
+                ptr::null_mut(),
+            )
+        };
+        if rc < 0 {
+            return Err(format!("fi_av_insert: {}", strerror(rc as isize)));
+        }
+        if rc as usize != count {
+            return Err(format!(
+                "fi_av_insert inserted {rc} of {count} addresses"
+            ));
+        }
+        Ok(out)
+    }
+
+    /// `fi_tsend[data]` of `len` bytes at `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay readable and `ctx` alive and unmoved until the completion.
+    pub unsafe fn tsend(
+        &self,
+        buf: *const u8,
+        len: usize,
+        dest: u64,
+        bits: u64,
+        data: Option<u64>,
+        ctx: *mut OpContext,
+    ) -> isize {
+        // SAFETY: caller contract; the endpoint is open.
+        unsafe {
+            match data {
+                Some(d) => fi::fi_tsenddata(
+                    self.ep,
+                    buf.cast(),
+                    len,
+                    ptr::null_mut(),
+                    d,
+                    dest,
+                    bits,
+                    ctx.cast(),
+                ),
+                None => fi::fi_tsend(
+                    self.ep,
+                    buf.cast(),
+                    len,
+                    ptr::null_mut(),
+                    dest,
+                    bits,
+                    ctx.cast(),
+                ),
+            }
+        }
+    }
+
+    /// `fi_tinject[data]`: the bytes are copied before it returns; no completion.
+    pub fn tinject(&self, bytes: &[u8], dest: u64, bits: u64, data: Option<u64>) -> isize {
+        let buf: *const c_void = if bytes.is_empty() {
+            ptr::null()
+        } else {
+            bytes.as_ptr().cast()
+        };
+        // SAFETY: inject reads `bytes` before returning; the endpoint is open.
+        unsafe {
+            match data {
+                Some(d) => fi::fi_tinjectdata(self.ep, buf, bytes.len(), d, dest, bits),
+                None => fi::fi_tinject(self.ep, buf, bytes.len(), dest, bits),
+            }
+        }
+    }
+
+    /// `fi_trecvmsg` of up to `len` bytes at `buf` with `flags` (FI_PEEK, FI_CLAIM, ...).
+    ///
+    /// # Safety
+    /// `buf` must stay writable and `ctx` alive and unmoved until the completion.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn trecv(
+        &self,
+        buf: *mut u8,
+        len: usize,
+        src: u64,
+        bits: u64,
+        ignore: u64,
+        ctx: *mut OpContext,
+        flags: u64,
+    ) -> isize {
+        let iov = fi::iovec {
+            iov_base: buf.cast(),
+            iov_len: len,
+        };
+        let msg = fi::fi_msg_tagged {
+            msg_iov: if buf.is_null() { ptr::null() } else { &iov },
+            desc: ptr::null_mut(),
+            iov_count: usize::from(!buf.is_null()),
+            addr: src,
+            tag: bits,
+            ignore,
+            context: ctx.cast(),
+            data: 0,
+        };
+        // SAFETY: caller contract; the message description is read during the call.
+        unsafe { fi::fi_trecvmsg(self.ep, &msg, flags | fi::FI_COMPLETION) }
+    }
+
+    /// `fi_cancel` of the receive posted with `ctx`.
+    pub fn cancel(&self, ctx: *mut OpContext) -> isize {
+        // SAFETY: cancel only compares the context pointer with posted operations.
+        unsafe { fi::fi_cancel(&mut (*self.ep).fid, ctx.cast()) }
+    }
+
+    /// Reads up to `entries.len()` completions.
+    pub fn cq_read(&self, entries: &mut [Entry]) -> CqRead {
+        // SAFETY: the CQ is open with FI_CQ_FORMAT_TAGGED; the buffer holds that many.
+        let n = unsafe { fi::fi_cq_read(self.cq, entries.as_mut_ptr().cast(), entries.len()) };
+        if n > 0 {
+            return CqRead::Entries(n as usize);
+        }
+        if n == EAGAIN || n == 0 {
+            return CqRead::Empty;
+        }
+        if n != EAVAIL {
+            return CqRead::Failed(format!("fi_cq_read: {}", strerror(n)));
+        }
+        // SAFETY: zeroed is a valid error entry (no err_data buffer offered).
+        let mut e: fi::fi_cq_err_entry = unsafe { std::mem::zeroed() };
+        // SAFETY: open CQ; `e` is ours.
+        let rc = unsafe { fi::fi_cq_readerr(self.cq, &mut e, 0) };
+        if rc == EAGAIN {
+            // Another thread took the error entry.
+            return CqRead::Empty;
+        }
+        if rc < 0 {
+            return CqRead::Failed(format!("fi_cq_readerr: {}", strerror(rc)));
+        }
+        let mut buf = [0 as c_char; 256];
+        // SAFETY: open CQ; the error entry is the one just read; `buf` is ours.
+        let msg = unsafe {
+            fi::fi_cq_strerror(self.cq, e.prov_errno, e.err_data, buf.as_mut_ptr(), buf.len())
+        };
+        CqRead::Error(ErrorEntry {
+            context: e.op_context.cast(),
+            err: e.err,
+            bits: e.tag,
+            data: e.data,
+            len: e.len,
+            olen: e.olen,
+            message: text(msg),
+        })
+    }
+
+    /// Closes everything opened, endpoint first; later calls do nothing. No operation
+    /// may be posted afterwards (the MTL is finalized).
+    pub fn close(&self) {
+        if self.closed.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        // Every libfabric object starts with its `fid`, so the object pointer is its fid.
+        let fids: [*mut fi::fid; 5] = [
+            self.ep.cast(),
+            self.av.cast(),
+            self.cq.cast(),
+            self.domain.cast(),
+            self.fabric.cast(),
+        ];
+        for f in fids.into_iter().filter(|f| !f.is_null()) {
+            // SAFETY: each open object is closed once (guarded by `closed`).
+            unsafe { fi::fi_close(f) };
+        }
+    }
+}
+
+impl Drop for Fabric {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

@@ -1,0 +1,58 @@
+//! Posting operations whose buffers and contexts must outlive the call.
+//!
+//! Callers guarantee (and say so where they call): the bytes stay valid and the context
+//! alive and unmoved until its completion has been handled.
+
+use rofi_core::sync::SendPlan;
+
+use super::context::OpContext;
+use crate::engine::Engine;
+
+/// `(match, ignore, source address)` of a posted receive or probe.
+#[derive(Debug, Clone, Copy)]
+pub struct Matching {
+    pub bits: u64,
+    pub ignore: u64,
+    pub src: u64,
+}
+
+pub fn recv(
+    e: &Engine,
+    buf: *mut u8,
+    len: usize,
+    m: &Matching,
+    ctx: *mut OpContext,
+    flags: u64,
+) -> isize {
+    // SAFETY: module contract (buffer and context outlive the operation).
+    unsafe { e.fabric.trecv(buf, len, m.src, m.bits, m.ignore, ctx, flags) }
+}
+
+pub fn ack_recv(e: &Engine, addr: u64, bits: u64, ctx: *mut OpContext) -> isize {
+    // SAFETY: zero-byte receive (no buffer); module contract for the context.
+    unsafe { e.fabric.trecv(std::ptr::null_mut(), 0, addr, bits, 0, ctx, 0) }
+}
+
+pub fn data(
+    e: &Engine,
+    bytes: (*const u8, usize),
+    addr: u64,
+    plan: &SendPlan,
+    ctx: *mut OpContext,
+) -> isize {
+    // SAFETY: module contract (the bytes are read until the data completion).
+    unsafe {
+        e.fabric
+            .tsend(bytes.0, bytes.1, addr, plan.bits, plan.cq_data, ctx)
+    }
+}
+
+pub fn inject(e: &Engine, bytes: (*const u8, usize), addr: u64, plan: &SendPlan) -> isize {
+    let slice = if bytes.1 == 0 {
+        &[][..]
+    } else {
+        // SAFETY: the caller's SendBuffer holds these bytes for the duration of the call.
+        unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) }
+    };
+    e.fabric.tinject(slice, addr, plan.bits, plan.cq_data)
+}

@@ -1,0 +1,40 @@
+//! Each peer's fabric address, kept in `ompi_proc_t::proc_endpoints[MTL]`.
+
+use mca::sys;
+
+fn slot(p: *mut sys::ompi_proc_t) -> *mut *mut std::ffi::c_void {
+    // SAFETY: `p` is a live ompi_proc_t from the PML; the MTL slot is ours to use.
+    unsafe { &raw mut (*p).proc_endpoints[sys::OMPI_PROC_ENDPOINT_TAG_MTL as usize] }
+}
+
+/// The fabric address recorded for `p`, if add_procs reached it.
+pub fn address(p: *mut sys::ompi_proc_t) -> Option<u64> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the slot holds NULL or a Box<u64> leaked by `record`.
+    unsafe {
+        let v = *slot(p);
+        (!v.is_null()).then(|| *(v as *const u64))
+    }
+}
+
+/// Records `addr` for `p` (replacing any earlier one).
+pub fn record(p: *mut sys::ompi_proc_t, addr: u64) {
+    forget(p);
+    let boxed = Box::into_raw(Box::new(addr));
+    // SAFETY: live proc; the slot now owns the box until `forget`.
+    unsafe { *slot(p) = boxed.cast() };
+}
+
+/// Drops the address recorded for `p`.
+pub fn forget(p: *mut sys::ompi_proc_t) {
+    // SAFETY: the slot holds NULL or a Box<u64> from `record`, freed once and cleared.
+    unsafe {
+        let v = *slot(p);
+        if !v.is_null() {
+            drop(Box::from_raw(v as *mut u64));
+            *slot(p) = std::ptr::null_mut();
+        }
+    }
+}

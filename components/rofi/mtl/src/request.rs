@@ -1,0 +1,65 @@
+//! What rofi keeps in the PML's request memory while an operation is outstanding.
+
+use mca::convertor::{ReceiveBuffer, SendBuffer};
+use mca::mtl::{Comm, Status};
+use mca::sys;
+use rofi_core::sync::{RecvError, RecvPath, RecvStatus, SendError, SendTracker};
+
+use crate::raw::context::OpContext;
+
+/// One request's state. The contexts are handed to libfabric, so this value is built
+/// in place in the request memory and never moved while operations are posted.
+#[derive(Debug)]
+pub struct RequestState {
+    pub data_ctx: OpContext,
+    pub ack_ctx: OpContext,
+    pub op: Op,
+}
+
+#[derive(Debug)]
+pub enum Op {
+    Send {
+        tracker: SendTracker,
+        /// The packed copy (non-contiguous data) or the user's buffer, until the data
+        /// completion.
+        buffer: Option<SendBuffer>,
+    },
+    Recv {
+        buffer: Option<ReceiveBuffer>,
+        posted_len: u64,
+        /// Whom to acknowledge a synchronous send to.
+        comm: Comm,
+        path: RecvPath,
+        /// The context a matched-probe receive must reuse (FI_CLAIM), kept alive here.
+        claim: Option<Box<OpContext>>,
+    },
+}
+
+const ANY: i32 = -1;
+
+/// An MPI status from the core's receive status.
+pub fn recv_status(s: &RecvStatus) -> Status {
+    Status {
+        source: s.source.map_or(ANY, |v| v as i32),
+        tag: s.tag.unwrap_or(ANY),
+        error: match s.error {
+            None => 0,
+            Some(RecvError::Truncated) => sys::MPI_ERR_TRUNCATE as i32,
+            Some(RecvError::Internal(_) | RecvError::MatchedAck) => sys::MPI_ERR_INTERN as i32,
+        },
+        cancelled: s.cancelled,
+        count: s.count as usize,
+    }
+}
+
+/// The MPI status of a finished send.
+pub fn send_status(r: Result<(), SendError>) -> Status {
+    Status {
+        error: match r {
+            Ok(()) => 0,
+            Err(SendError::Truncated) => sys::MPI_ERR_TRUNCATE as i32,
+            Err(SendError::Canceled | SendError::Internal(_)) => sys::MPI_ERR_INTERN as i32,
+        },
+        ..Status::default()
+    }
+}

@@ -1,0 +1,223 @@
+//! MPI_Send / MPI_Isend (and their synchronous, buffered and ready variants).
+
+use mca::convertor::{Convertor, SendBuffer};
+use mca::mtl::{Comm, SendMode, Status};
+use mca::{Error, Result, verbose};
+use rofi_core::sync::{
+    OpError, SendKind, SendPlan, SendPlanError, SendRequest, SendStep, SendTracker, plan_send,
+};
+
+use crate::engine::Engine;
+use crate::progress::send_event;
+use crate::raw::Owned;
+use crate::raw::post;
+use crate::raw::context::{Leg, LocalOp, OpContext, Target};
+use crate::raw::slot::{self, Slot};
+use crate::request::{Op, RequestState, send_status};
+use crate::stats::{Counter, bump};
+
+/// The bytes of a send: where they are and how many. The owner (a `SendBuffer` on the
+/// caller's stack or in the request) keeps them alive while the provider may read them.
+type Bytes = (*const u8, usize);
+
+fn bytes_of(b: &SendBuffer) -> Bytes {
+    (b.as_slice().as_ptr(), b.as_slice().len())
+}
+
+impl Engine {
+    fn plan(
+        &self,
+        comm: Comm,
+        tag: i32,
+        len: usize,
+        mode: SendMode,
+        kind: SendKind,
+    ) -> Result<SendPlan> {
+        let req = SendRequest {
+            cid: comm.context_id(),
+            src_rank: comm.rank() as u32,
+            // Internal (collective) tags below the layout's range are folded into it;
+            // receives fold the same way, so both sides agree.
+            tag: self.layout.fold_negative_tag(tag),
+            sync: mode == SendMode::Synchronous,
+            kind,
+            len: len as u64,
+        };
+        plan_send(&self.layout, &self.limits, &req).map_err(|e| {
+            bump(Counter::Errors);
+            if let SendPlanError::TooBig { len, max } = e {
+                mca::help::show_help(
+                    "help-mtl-rofi.txt",
+                    "message too big",
+                    true,
+                    &[&len.to_string(), &max.to_string(), &self.provider],
+                );
+            } else {
+                verbose!(self.stream, 1, "mtl:rofi: send refused: {e}");
+            }
+            Error::BAD_PARAM
+        })
+    }
+
+    /// Posts the ACK receive of a synchronous send, before its data so the ACK can
+    /// never arrive unexpected.
+    fn post_ack_recv(&self, addr: u64, plan: &SendPlan, ctx: *mut OpContext) -> std::result::Result<(), OpError> {
+        if let Some(a) = plan.ack_recv {
+            let rc = self.retry(|| post::ack_recv(self, addr, a.match_bits, ctx));
+            if rc < 0 {
+                return Err(OpError::Other(rc.unsigned_abs() as i32));
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts the data: injected (no completion) or sent with `ctx`.
+    fn post_data(
+        &self,
+        addr: u64,
+        plan: &SendPlan,
+        bytes: Bytes,
+        ctx: *mut OpContext,
+    ) -> std::result::Result<(), OpError> {
+        let rc = if plan.inject {
+            bump(Counter::Injects);
+            self.retry(|| post::inject(self, bytes, addr, plan))
+        } else {
+            bump(Counter::Sends);
+            self.retry(|| post::data(self, bytes, addr, plan, ctx))
+        };
+        if rc < 0 {
+            return Err(OpError::Other(rc.unsigned_abs() as i32));
+        }
+        Ok(())
+    }
+
+    pub fn send(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        mode: SendMode,
+    ) -> Result<()> {
+        let addr = self.peer_addr(comm, dest)?;
+        let buffer = SendBuffer::new(convertor)?;
+        let bytes = bytes_of(&buffer);
+        let plan = self.plan(comm, tag, bytes.1, mode, SendKind::Blocking)?;
+        let (data_op, ack_op) = (LocalOp::default(), LocalOp::default());
+        let mut data_ctx = OpContext::new(Target::Local(&data_op));
+        let mut ack_ctx = OpContext::new(Target::Local(&ack_op));
+        let mut tracker = SendTracker::new(&plan);
+        let mut step = match self.post_ack_recv(addr, &plan, ack_ctx.as_ptr()) {
+            Err(e) => tracker.on_ack_post_failed(e),
+            Ok(()) => match self.post_data(addr, &plan, bytes, data_ctx.as_ptr()) {
+                Err(e) => tracker.on_data_error(e),
+                Ok(()) => tracker.after_post(),
+            },
+        };
+        // The buffer and both contexts live on this stack until the tracker has heard
+        // from every posted operation, which is when it reports Complete.
+        loop {
+            match step {
+                SendStep::Complete(r) => {
+                    drop(buffer);
+                    return if send_status(r).error == 0 {
+                        Ok(())
+                    } else {
+                        Err(Error::ERROR)
+                    };
+                }
+                SendStep::CancelAckRecv => {
+                    self.fabric.cancel(ack_ctx.as_ptr());
+                }
+                SendStep::Wait => {}
+            }
+            self.progress();
+            step = SendStep::Wait;
+            if let Some(ev) = data_op.take() {
+                step = send_event(&mut tracker, Leg::Data, &ev);
+            }
+            if matches!(step, SendStep::Wait)
+                && let Some(ev) = ack_op.take()
+            {
+                step = send_event(&mut tracker, Leg::Ack, &ev);
+            }
+        }
+    }
+
+    pub fn isend(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        mode: SendMode,
+        request: Slot,
+    ) -> Result<()> {
+        let addr = self.peer_addr(comm, dest)?;
+        let buffer = SendBuffer::new(convertor)?;
+        let bytes = bytes_of(&buffer);
+        let plan = self.plan(comm, tag, bytes.1, mode, SendKind::Nonblocking)?;
+        let raw = request.key();
+        // Injected bytes are copied during the call: the buffer stays on this stack.
+        // Sent bytes are read until the data completion: the request keeps the buffer
+        // (moving the SendBuffer does not move the bytes it points to).
+        let (kept, local) = if plan.inject {
+            (None, Some(buffer))
+        } else {
+            (Some(buffer), None)
+        };
+        request.init(Owned(RequestState {
+            data_ctx: OpContext::new(Target::Request {
+                raw,
+                leg: Leg::Data,
+            }),
+            ack_ctx: OpContext::new(Target::Request { raw, leg: Leg::Ack }),
+            op: Op::Send {
+                tracker: SendTracker::new(&plan),
+                buffer: kept,
+            },
+        }));
+        let (data_ctx, ack_ctx) =
+            slot::with_state(raw, |st| (st.data_ctx.as_ptr(), st.ack_ctx.as_ptr()));
+        if let Err(e) = self.post_ack_recv(addr, &plan, ack_ctx) {
+            // Nothing is posted: the request is ours alone to complete.
+            let step = slot::with_state(raw, |st| match &mut st.op {
+                Op::Send { tracker, .. } => tracker.on_ack_post_failed(e),
+                Op::Recv { .. } => SendStep::Wait,
+            });
+            if let SendStep::Complete(r) = step {
+                slot::complete(raw, send_status(r));
+            }
+            return Ok(());
+        }
+        let posted = self.post_data(addr, &plan, bytes, data_ctx);
+        drop(local);
+        match posted {
+            // Everything was injected: nothing will ever complete, so complete now.
+            Ok(()) if plan.inject && plan.ack_recv.is_none() => {
+                slot::complete(raw, Status::default());
+            }
+            // From here on completions own the request: this thread must not touch it.
+            Ok(()) => {}
+            Err(e) => {
+                // Only the ACK receive can be outstanding, and it cannot complete before
+                // the data went out; the lock orders this with progress all the same.
+                let guard = self.cq.lock().unwrap_or_else(|e| e.into_inner());
+                let step = slot::with_state(raw, |st| match &mut st.op {
+                    Op::Send { tracker, .. } => tracker.on_data_error(e),
+                    Op::Recv { .. } => SendStep::Wait,
+                });
+                drop(guard);
+                match step {
+                    SendStep::Complete(r) => slot::complete(raw, send_status(r)),
+                    SendStep::CancelAckRecv => {
+                        self.fabric.cancel(ack_ctx);
+                    }
+                    SendStep::Wait => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
