@@ -50,9 +50,11 @@ fn engine() -> Result<&'static Engine> {
     ENGINE.get().ok_or(Error::NOT_AVAILABLE)
 }
 
-mca::progress_fn!(fn rofi_progress() {
-    ENGINE.get().map_or(0, Engine::progress)
-});
+mca::progress_fn!(
+    fn rofi_progress() {
+        ENGINE.get().map_or(0, Engine::progress)
+    }
+);
 
 impl Component for Rofi {
     fn register(reg: &mut Registrar) -> Result<()> {
@@ -86,6 +88,9 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
         single_node: single_node(),
         sep: None,
     };
+    if !p.rxm_dyn_rbuf.enabled() {
+        raw::env::disable_rxm_dyn_rbuf();
+    }
     let mut last = None;
     // FI_DIRECTED_RECV first (the full layout needs it); without it the layouts that
     // carry the source in the tag still work.
@@ -183,7 +188,11 @@ impl MtlComponent for Rofi {
             layout.max_tag(),
             layout.max_contextid(),
             info.inject_size,
-            if mpi_threads { "FI_THREAD_SAFE" } else { "FI_THREAD_DOMAIN" }
+            if mpi_threads {
+                "FI_THREAD_SAFE"
+            } else {
+                "FI_THREAD_DOMAIN"
+            }
         );
         if ENGINE.set(engine).is_err() {
             return Err(Error::ERROR);

@@ -14,6 +14,7 @@ pub struct Params {
     pub exclude: StringParam,
     pub tag_mode: Param<i32>,
     pub progress_event_cnt: Param<i32>,
+    pub rxm_dyn_rbuf: Param<bool>,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -95,6 +96,15 @@ pub fn register(reg: &mut Registrar) {
         Level::TUNER_ALL,
         "Completion-queue entries read per fi_cq_read call during progress",
     );
+    let rxm_dyn_rbuf = reg.bool(
+        "rxm_dyn_rbuf",
+        false,
+        Level::TUNER_ALL,
+        "Leave ofi_rxm's dynamic receive buffers on. Off by default: with them, \
+         tcp;ofi_rxm of libfabric 1.17 stalls a connection after a truncated receive. \
+         When off, rofi sets FI_OFI_RXM_ENABLE_DYN_RBUF=0 before libfabric loads its \
+         providers, unless that variable is already set",
+    );
     let _ = PARAMS.set(Params {
         priority,
         verbose,
@@ -102,5 +112,6 @@ pub fn register(reg: &mut Registrar) {
         exclude,
         tag_mode,
         progress_event_cnt,
+        rxm_dyn_rbuf,
     });
 }

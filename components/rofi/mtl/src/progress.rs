@@ -7,9 +7,7 @@
 
 use mca::mtl::{Comm, Status};
 use mca::verbose;
-use rofi_core::sync::{
-    AckSend, OpError, RecvEvent, SendStep, SendTracker, complete_receive,
-};
+use rofi_core::sync::{AckSend, OpError, RecvEvent, SendStep, SendTracker, complete_receive};
 
 use crate::engine::Engine;
 use crate::raw::context::{Event, Leg, Target, deliver_local, target_of};

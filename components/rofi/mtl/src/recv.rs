@@ -3,9 +3,7 @@
 use mca::convertor::Convertor;
 use mca::mtl::{Comm, Status};
 use mca::{Error, Result, sys, verbose};
-use rofi_core::sync::{
-    ProbeEvent, ProbeOutcome, RecvPath, complete_probe,
-};
+use rofi_core::sync::{ProbeEvent, ProbeOutcome, RecvPath, complete_probe};
 
 use crate::engine::{Claimed, Engine};
 use crate::progress::op_error;
@@ -13,13 +11,12 @@ use crate::raw::Owned;
 use crate::raw::context::{Event, Leg, LocalOp, OpContext, Target};
 use crate::raw::fabric::ADDR_ANY;
 use crate::raw::post::{self, Matching};
-use crate::raw::{message, slot};
 use crate::raw::slot::Slot;
+use crate::raw::{message, slot};
 use crate::request::{Op, RequestState};
 use crate::stats::{Counter, bump};
 
 const ANY: i32 = -1;
-
 
 impl Engine {
     fn matching(&self, comm: Comm, src: i32, tag: i32) -> Result<Matching> {
@@ -54,21 +51,18 @@ impl Engine {
         let raw = request.key();
         let buffer = crate::raw::buffer::receive(convertor);
         let (ptr, capacity) = (buffer.as_mut_ptr(), buffer.capacity());
-        request.init(Owned(RequestState {
-            data_ctx: OpContext::new(Target::Request {
-                raw,
-                leg: Leg::Data,
-            }),
-            ack_ctx: OpContext::new(Target::Request { raw, leg: Leg::Ack }),
-            op: Op::Recv {
+        request.init(Owned(RequestState::new(
+            raw,
+            Op::Recv {
                 buffer: Some(buffer),
                 posted_len: capacity as u64,
                 comm,
                 path: RecvPath::Recv,
                 claim: None,
             },
-        }));
-        let ctx = slot::with_state(raw, |st| st.data_ctx.as_ptr());
+        )));
+        let (ctx, (ptr, capacity)) =
+            slot::with_state(raw, |st| (st.data_ctx.as_ptr(), st.landing(ptr, capacity)));
         bump(Counter::Recvs);
         let rc = self.retry(|| post::recv(self, ptr, capacity, &m, ctx, 0));
         if rc < 0 {
@@ -93,9 +87,7 @@ impl Engine {
     /// Posts a peek (optionally claiming) and waits for its answer.
     fn peek(&self, m: &Matching, ctx: &mut OpContext, op: &LocalOp, flags: u64) -> Result<Event> {
         bump(Counter::Probes);
-        let rc = self.retry(|| {
-            post::recv(self, std::ptr::null_mut(), 0, m, ctx.as_ptr(), flags)
-        });
+        let rc = self.retry(|| post::recv(self, std::ptr::null_mut(), 0, m, ctx.as_ptr(), flags));
         if rc < 0 {
             return Err(Error::ERROR);
         }
@@ -212,29 +204,24 @@ impl Engine {
             leg: Leg::Data,
         };
         let ctx_ptr = ctx.as_ptr();
-        request.init(Owned(RequestState {
-            data_ctx: OpContext::new(Target::Request {
-                raw,
-                leg: Leg::Data,
-            }),
-            ack_ctx: OpContext::new(Target::Request { raw, leg: Leg::Ack }),
-            op: Op::Recv {
+        request.init(Owned(RequestState::new(
+            raw,
+            Op::Recv {
                 buffer: Some(buffer),
                 posted_len: capacity as u64,
                 comm,
                 path: RecvPath::Mrecv(message),
                 claim: Some(ctx),
             },
-        }));
+        )));
+        let (ptr, capacity) = slot::with_state(raw, |st| st.landing(ptr, capacity));
         let m = Matching {
             bits: message.bits(),
             ignore: message.ignore_bits(),
             src: ADDR_ANY,
         };
         bump(Counter::Recvs);
-        let rc = self.retry(|| {
-            post::recv(self, ptr, capacity, &m, ctx_ptr, fabric_sys::FI_CLAIM)
-        });
+        let rc = self.retry(|| post::recv(self, ptr, capacity, &m, ctx_ptr, fabric_sys::FI_CLAIM));
         if rc < 0 {
             slot::complete(
                 raw,

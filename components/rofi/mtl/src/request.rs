@@ -5,7 +5,7 @@ use mca::mtl::{Comm, Status};
 use mca::sys;
 use rofi_core::sync::{RecvError, RecvPath, RecvStatus, SendError, SendTracker};
 
-use crate::raw::context::OpContext;
+use crate::raw::context::{Leg, OpContext, Target};
 
 /// One request's state. The contexts are handed to libfabric, so this value is built
 /// in place in the request memory and never moved while operations are posted.
@@ -14,6 +14,33 @@ pub struct RequestState {
     pub data_ctx: OpContext,
     pub ack_ctx: OpContext,
     pub op: Op,
+    /// Where a receive with no room lands: tcp;ofi_rxm (libfabric 1.17) hangs when a
+    /// rendezvous message is truncated into a receive posted without any buffer, so
+    /// such receives post this byte instead (the status still reports 0 received).
+    pub scratch: u8,
+}
+
+impl RequestState {
+    pub fn new(raw: usize, op: Op) -> RequestState {
+        RequestState {
+            data_ctx: OpContext::new(Target::Request {
+                raw,
+                leg: Leg::Data,
+            }),
+            ack_ctx: OpContext::new(Target::Request { raw, leg: Leg::Ack }),
+            op,
+            scratch: 0,
+        }
+    }
+
+    /// The buffer to post for a receive of `capacity` bytes at `ptr`.
+    pub fn landing(&mut self, ptr: *mut u8, capacity: usize) -> (*mut u8, usize) {
+        if capacity == 0 {
+            (&raw mut self.scratch, 1)
+        } else {
+            (ptr, capacity)
+        }
+    }
 }
 
 #[derive(Debug)]

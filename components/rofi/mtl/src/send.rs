@@ -10,8 +10,8 @@ use rofi_core::sync::{
 use crate::engine::Engine;
 use crate::progress::send_event;
 use crate::raw::Owned;
-use crate::raw::post;
 use crate::raw::context::{Leg, LocalOp, OpContext, Target};
+use crate::raw::post;
 use crate::raw::slot::{self, Slot};
 use crate::request::{Op, RequestState, send_status};
 use crate::stats::{Counter, bump};
@@ -61,7 +61,12 @@ impl Engine {
 
     /// Posts the ACK receive of a synchronous send, before its data so the ACK can
     /// never arrive unexpected.
-    fn post_ack_recv(&self, addr: u64, plan: &SendPlan, ctx: *mut OpContext) -> std::result::Result<(), OpError> {
+    fn post_ack_recv(
+        &self,
+        addr: u64,
+        plan: &SendPlan,
+        ctx: *mut OpContext,
+    ) -> std::result::Result<(), OpError> {
         if let Some(a) = plan.ack_recv {
             let rc = self.retry(|| post::ack_recv(self, addr, a.match_bits, ctx));
             if rc < 0 {
@@ -167,17 +172,13 @@ impl Engine {
         } else {
             (Some(buffer), None)
         };
-        request.init(Owned(RequestState {
-            data_ctx: OpContext::new(Target::Request {
-                raw,
-                leg: Leg::Data,
-            }),
-            ack_ctx: OpContext::new(Target::Request { raw, leg: Leg::Ack }),
-            op: Op::Send {
+        request.init(Owned(RequestState::new(
+            raw,
+            Op::Send {
                 tracker: SendTracker::new(&plan),
                 buffer: kept,
             },
-        }));
+        )));
         let (data_ctx, ack_ctx) =
             slot::with_state(raw, |st| (st.data_ctx.as_ptr(), st.ack_ctx.as_ptr()));
         if let Err(e) = self.post_ack_recv(addr, &plan, ack_ctx) {

@@ -81,9 +81,8 @@ impl InfoList {
         }
         let mut head = ptr::null_mut();
         // SAFETY: valid hints and out-pointer; the result is owned by the InfoList.
-        let rc = unsafe {
-            fi::fi_getinfo(API_VERSION, ptr::null(), ptr::null(), 0, hints, &mut head)
-        };
+        let rc =
+            unsafe { fi::fi_getinfo(API_VERSION, ptr::null(), ptr::null(), 0, hints, &mut head) };
         // SAFETY: hints came from fi_allocinfo and is not used again.
         unsafe { fi::fi_freeinfo(hints) };
         if rc == -(fi::FI_ENODATA as i32) {
@@ -117,12 +116,8 @@ impl InfoList {
             // SAFETY: a list entry from fi_getinfo: every attribute pointer is valid.
             unsafe {
                 let i = &*cursor;
-                let (fab, dom, ep, tx) = (
-                    &*i.fabric_attr,
-                    &*i.domain_attr,
-                    &*i.ep_attr,
-                    &*i.tx_attr,
-                );
+                let (fab, dom, ep, tx) =
+                    (&*i.fabric_attr, &*i.domain_attr, &*i.ep_attr, &*i.tx_attr);
                 out.push(ProviderInfo {
                     name: text(fab.prov_name),
                     fabric: text(fab.name),
@@ -307,9 +302,7 @@ impl Fabric {
             return Err(format!("fi_av_insert: {}", strerror(rc as isize)));
         }
         if rc as usize != count {
-            return Err(format!(
-                "fi_av_insert inserted {rc} of {count} addresses"
-            ));
+            return Err(format!("fi_av_insert inserted {rc} of {count} addresses"));
         }
         Ok(out)
     }
@@ -435,7 +428,13 @@ impl Fabric {
         let mut buf = [0 as c_char; 256];
         // SAFETY: open CQ; the error entry is the one just read; `buf` is ours.
         let msg = unsafe {
-            fi::fi_cq_strerror(self.cq, e.prov_errno, e.err_data, buf.as_mut_ptr(), buf.len())
+            fi::fi_cq_strerror(
+                self.cq,
+                e.prov_errno,
+                e.err_data,
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
         };
         CqRead::Error(ErrorEntry {
             context: e.op_context.cast(),

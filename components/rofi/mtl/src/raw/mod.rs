@@ -4,10 +4,11 @@
 
 pub mod buffer;
 pub mod context;
+pub mod env;
 pub mod fabric;
+pub mod message;
 pub mod modex;
 pub mod post;
-pub mod message;
 pub mod procs;
 pub mod slot;
 

@@ -25,12 +25,18 @@ pub fn recv(
     flags: u64,
 ) -> isize {
     // SAFETY: module contract (buffer and context outlive the operation).
-    unsafe { e.fabric.trecv(buf, len, m.src, m.bits, m.ignore, ctx, flags) }
+    unsafe {
+        e.fabric
+            .trecv(buf, len, m.src, m.bits, m.ignore, ctx, flags)
+    }
 }
 
 pub fn ack_recv(e: &Engine, addr: u64, bits: u64, ctx: *mut OpContext) -> isize {
     // SAFETY: zero-byte receive (no buffer); module contract for the context.
-    unsafe { e.fabric.trecv(std::ptr::null_mut(), 0, addr, bits, 0, ctx, 0) }
+    unsafe {
+        e.fabric
+            .trecv(std::ptr::null_mut(), 0, addr, bits, 0, ctx, 0)
+    }
 }
 
 pub fn data(

@@ -56,12 +56,6 @@ pub fn is_pending_receive(raw: usize) -> bool {
     };
     pending
         && with_state(raw, |st| {
-            matches!(
-                st.op,
-                crate::request::Op::Recv {
-                    claim: None,
-                    ..
-                }
-            )
+            matches!(st.op, crate::request::Op::Recv { claim: None, .. })
         })
 }

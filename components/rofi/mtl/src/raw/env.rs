@@ -1,0 +1,23 @@
+//! Provider settings that must be in the environment before libfabric initialises.
+
+use std::sync::Once;
+
+const DYN_RBUF: &str = "FI_OFI_RXM_ENABLE_DYN_RBUF";
+
+/// Turns off ofi_rxm's dynamic receive buffers unless the user set the variable.
+///
+/// With them (the 1.17 default), tcp;ofi_rxm leaves the connection unusable after a
+/// receive is truncated (the next message on it never arrives), which is what breaks
+/// the stock OFI MTL's truncation test. libfabric reads the variable once, when its
+/// providers are first loaded, i.e. at rofi's first fi_getinfo in this process.
+pub fn disable_rxm_dyn_rbuf() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os(DYN_RBUF).is_none() {
+            // SAFETY: called during MPI_Init's component selection, before rofi starts
+            // any thread; Open MPI's own helper threads do not write the environment,
+            // and this is the same setenv the C components use for provider settings.
+            unsafe { std::env::set_var(DYN_RBUF, "0") };
+        }
+    });
+}
