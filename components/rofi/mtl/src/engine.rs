@@ -40,6 +40,15 @@ pub struct Engine {
     pub peers: AtomicUsize,
     /// Length of every endpoint name (the provider's address format is fixed).
     pub name_len: usize,
+    /// Receives with less room than this post a bounce buffer of this size.
+    ///
+    /// libfabric 1.17's tcp;ofi_rxm receives eager messages straight into the posted
+    /// buffer ("dynamic receive buffers") and leaves the connection stalled when that
+    /// buffer is too small (a truncated receive); with them disabled, its FI_PEEK never
+    /// finds a message. So small receives get room for any eager message and rofi
+    /// truncates itself. Also, a receive posted with no buffer at all hangs rendezvous
+    /// truncation there: every provider gets at least one byte.
+    pub min_landing: usize,
 }
 
 impl Engine {
@@ -51,6 +60,7 @@ impl Engine {
         stream: Stream,
         event_cnt: usize,
         name_len: usize,
+        min_landing: usize,
     ) -> Engine {
         Engine {
             fabric,
@@ -62,6 +72,7 @@ impl Engine {
             claimed: Mutex::new(HashMap::new()),
             peers: AtomicUsize::new(0),
             name_len,
+            min_landing: min_landing.max(1),
         }
     }
 

@@ -176,6 +176,11 @@ impl MtlComponent for Rofi {
             stream(),
             p.progress_event_cnt.get() as usize,
             name.len(),
+            if info.name.to_ascii_lowercase().contains("ofi_rxm") {
+                p.rxm_min_recv.get()
+            } else {
+                0
+            },
         );
         verbose!(
             stream(),

@@ -15,6 +15,7 @@ pub struct Params {
     pub tag_mode: Param<i32>,
     pub progress_event_cnt: Param<i32>,
     pub rxm_dyn_rbuf: Param<bool>,
+    pub rxm_min_recv: Param<usize>,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -98,12 +99,23 @@ pub fn register(reg: &mut Registrar) {
     );
     let rxm_dyn_rbuf = reg.bool(
         "rxm_dyn_rbuf",
-        false,
+        true,
         Level::TUNER_ALL,
-        "Leave ofi_rxm's dynamic receive buffers on. Off by default: with them, \
-         tcp;ofi_rxm of libfabric 1.17 stalls a connection after a truncated receive. \
-         When off, rofi sets FI_OFI_RXM_ENABLE_DYN_RBUF=0 before libfabric loads its \
-         providers, unless that variable is already set",
+        "Keep ofi_rxm's dynamic receive buffers (libfabric's default). When false, rofi \
+         sets FI_OFI_RXM_ENABLE_DYN_RBUF=0 before libfabric loads its providers (unless \
+         the variable is set already); note that libfabric 1.17's FI_PEEK then misses \
+         messages, so MPI_Probe hangs",
+    );
+    let rxm_min_recv = reg.size(
+        "rxm_min_recv",
+        16384,
+        0..=(1 << 24),
+        Level::TUNER_ALL,
+        "On ofi_rxm providers, receives with less room than this many bytes are posted \
+         with a bounce buffer of this size and copied out: libfabric 1.17's tcp;ofi_rxm \
+         stalls a connection when an eager message is truncated by the provider. Keep it \
+         at least the provider's eager size (FI_OFI_RXM_BUFFER_SIZE, 16384 by default); \
+         0 posts user buffers as they are",
     );
     let _ = PARAMS.set(Params {
         priority,
@@ -113,5 +125,6 @@ pub fn register(reg: &mut Registrar) {
         tag_mode,
         progress_event_cnt,
         rxm_dyn_rbuf,
+        rxm_min_recv,
     });
 }

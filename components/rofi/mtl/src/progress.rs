@@ -158,6 +158,9 @@ impl Engine {
                 let done = complete_receive(&self.layout, *path, *posted_len, event);
                 let status = recv_status(&done.status);
                 if let Some(b) = buffer.take() {
+                    if let Some(bounce) = st.bounce.take() {
+                        crate::raw::buffer::copy_in(&b, &bounce[..status.count.min(bounce.len())]);
+                    }
                     b.finish_in_place(status.count);
                 }
                 (done.ack.map(|a| (a, *comm)), Some(status))

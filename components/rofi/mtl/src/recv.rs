@@ -61,8 +61,12 @@ impl Engine {
                 claim: None,
             },
         )));
-        let (ctx, (ptr, capacity)) =
-            slot::with_state(raw, |st| (st.data_ctx.as_ptr(), st.landing(ptr, capacity)));
+        let (ctx, (ptr, capacity)) = slot::with_state(raw, |st| {
+            (
+                st.data_ctx.as_ptr(),
+                st.landing(ptr, capacity, self.min_landing),
+            )
+        });
         bump(Counter::Recvs);
         let rc = self.retry(|| post::recv(self, ptr, capacity, &m, ctx, 0));
         if rc < 0 {
@@ -214,7 +218,8 @@ impl Engine {
                 claim: Some(ctx),
             },
         )));
-        let (ptr, capacity) = slot::with_state(raw, |st| st.landing(ptr, capacity));
+        let (ptr, capacity) =
+            slot::with_state(raw, |st| st.landing(ptr, capacity, self.min_landing));
         let m = Matching {
             bits: message.bits(),
             ignore: message.ignore_bits(),

@@ -14,10 +14,9 @@ pub struct RequestState {
     pub data_ctx: OpContext,
     pub ack_ctx: OpContext,
     pub op: Op,
-    /// Where a receive with no room lands: tcp;ofi_rxm (libfabric 1.17) hangs when a
-    /// rendezvous message is truncated into a receive posted without any buffer, so
-    /// such receives post this byte instead (the status still reports 0 received).
-    pub scratch: u8,
+    /// Where a receive smaller than the engine's minimum landing size lands instead
+    /// of the user's buffer (see `Engine::min_landing`); copied out at completion.
+    pub bounce: Option<Vec<u8>>,
 }
 
 impl RequestState {
@@ -29,17 +28,18 @@ impl RequestState {
             }),
             ack_ctx: OpContext::new(Target::Request { raw, leg: Leg::Ack }),
             op,
-            scratch: 0,
+            bounce: None,
         }
     }
 
-    /// The buffer to post for a receive of `capacity` bytes at `ptr`.
-    pub fn landing(&mut self, ptr: *mut u8, capacity: usize) -> (*mut u8, usize) {
-        if capacity == 0 {
-            (&raw mut self.scratch, 1)
-        } else {
-            (ptr, capacity)
+    /// The buffer to post for a receive of `capacity` bytes at `ptr`: the user's, or a
+    /// bounce buffer of `min` bytes when the user's is smaller.
+    pub fn landing(&mut self, ptr: *mut u8, capacity: usize, min: usize) -> (*mut u8, usize) {
+        if capacity >= min {
+            return (ptr, capacity);
         }
+        let bounce = self.bounce.insert(vec![0u8; min]);
+        (bounce.as_mut_ptr(), min)
     }
 }
 

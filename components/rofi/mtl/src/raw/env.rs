@@ -4,11 +4,8 @@ use std::sync::Once;
 
 const DYN_RBUF: &str = "FI_OFI_RXM_ENABLE_DYN_RBUF";
 
-/// Turns off ofi_rxm's dynamic receive buffers unless the user set the variable.
-///
-/// With them (the 1.17 default), tcp;ofi_rxm leaves the connection unusable after a
-/// receive is truncated (the next message on it never arrives), which is what breaks
-/// the stock OFI MTL's truncation test. libfabric reads the variable once, when its
+/// Turns off ofi_rxm's dynamic receive buffers unless the user set the variable
+/// (`mtl_rofi_rxm_dyn_rbuf false`). libfabric reads the variable once, when its
 /// providers are first loaded, i.e. at rofi's first fi_getinfo in this process.
 pub fn disable_rxm_dyn_rbuf() {
     static ONCE: Once = Once::new();

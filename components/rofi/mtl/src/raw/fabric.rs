@@ -65,7 +65,9 @@ impl InfoList {
         // SAFETY: every attribute pointer of a fi_allocinfo result is valid.
         unsafe {
             (*hints).mode = fi::FI_CONTEXT | fi::FI_CONTEXT2;
-            (*hints).caps = fi::FI_TAGGED | fi::FI_LOCAL_COMM | fi::FI_REMOTE_COMM;
+            // No FI_LOCAL_COMM | FI_REMOTE_COMM: shm has only the first, and asking for both
+            // hides it; the core refuses local-only providers for multi-node jobs.
+            (*hints).caps = fi::FI_TAGGED;
             if h.directed_recv {
                 (*hints).caps |= fi::FI_DIRECTED_RECV;
             }
