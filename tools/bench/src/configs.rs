@@ -1,0 +1,242 @@
+//! The named configurations a benchmark can compare.
+//!
+//! Every configuration runs two ranks bound to cores with the runtime's own traffic
+//! (OOB) on the loopback, so the only difference between two columns of a table is
+//! the transport. Ours are listed only when their component was built.
+
+use mca_harness::{McaConfig, component_build_dir};
+
+/// A configuration the runner knows by name.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub config: McaConfig,
+    /// The component file this configuration needs in build/mca, if it is ours.
+    pub needs: Option<&'static str>,
+    /// One line for `--list`.
+    pub about: &'static str,
+}
+
+impl BenchConfig {
+    /// Whether it can run here (its component was built).
+    pub fn available(&self) -> bool {
+        self.needs
+            .is_none_or(|file| component_build_dir().join(file).is_file())
+    }
+}
+
+fn stock(name: &str, params: &[(&str, &str)], about: &'static str) -> BenchConfig {
+    BenchConfig {
+        config: McaConfig::new(name, params),
+        needs: None,
+        about,
+    }
+}
+
+fn ours(
+    name: &str,
+    params: &[(&str, &str)],
+    needs: &'static str,
+    about: &'static str,
+) -> BenchConfig {
+    BenchConfig {
+        config: McaConfig::new(name, params),
+        needs: Some(needs),
+        about,
+    }
+}
+
+fn stock_ofi(name: &str, provider: &str, about: &'static str) -> BenchConfig {
+    let mut c = stock(
+        name,
+        &[
+            ("pml", "cm"),
+            ("mtl", "ofi"),
+            ("mtl_ofi_provider_include", provider),
+        ],
+        about,
+    );
+    c.config = c.config.with_env("FI_TCP_IFACE", "lo");
+    c
+}
+
+/// Every configuration known by name, stock first.
+pub fn registry() -> Vec<BenchConfig> {
+    vec![
+        stock(
+            "stock-tcp",
+            &[
+                ("pml", "ob1"),
+                ("btl", "self,tcp"),
+                ("btl_tcp_if_include", "lo"),
+            ],
+            "ob1 + the TCP BTL on the loopback",
+        ),
+        stock(
+            "stock-vader",
+            &[("pml", "ob1"), ("btl", "self,vader")],
+            "ob1 + vader shared memory",
+        ),
+        stock_ofi(
+            "stock-ofi-tcp",
+            "tcp;ofi_rxm",
+            "cm + the OFI MTL on libfabric tcp;ofi_rxm",
+        ),
+        stock_ofi("stock-ofi-shm", "shm", "cm + the OFI MTL on libfabric shm"),
+        stock_ofi(
+            "stock-ofi-rxd",
+            "udp;ofi_rxd",
+            "cm + the OFI MTL on libfabric's reliable datagrams over udp",
+        ),
+        ours(
+            "rusnic",
+            &[
+                ("pml", "ob1"),
+                ("btl", "self,rusnic"),
+                ("btl_rusnic_if_include", "lo"),
+            ],
+            "mca_btl_rusnic.so",
+            "ob1 + rusnic, native UDP backend (sendmmsg/recvmmsg) on the loopback",
+        ),
+        ours(
+            "rusnic-ofi",
+            &[
+                ("pml", "ob1"),
+                ("btl", "self,rusnic"),
+                ("btl_rusnic_backend", "ofi"),
+                ("btl_rusnic_if_include", "lo"),
+            ],
+            "mca_btl_rusnic.so",
+            "ob1 + rusnic, libfabric udp FI_EP_DGRAM backend",
+        ),
+        ours(
+            "rofi-tcp",
+            &[
+                ("pml", "cm"),
+                ("mtl", "rofi"),
+                ("mtl_rofi_provider_include", "tcp;ofi_rxm"),
+            ],
+            "mca_mtl_rofi.so",
+            "cm + rofi on libfabric tcp;ofi_rxm",
+        ),
+        ours(
+            "rofi-shm",
+            &[
+                ("pml", "cm"),
+                ("mtl", "rofi"),
+                ("mtl_rofi_provider_include", "shm"),
+            ],
+            "mca_mtl_rofi.so",
+            "cm + rofi on libfabric shm",
+        ),
+        ours(
+            "rsmcuda",
+            &[("pml", "ob1"), ("btl", "self,rsmcuda")],
+            "mca_btl_rsmcuda.so",
+            "ob1 + rsmcuda shared memory (host path)",
+        ),
+    ]
+}
+
+/// The configuration called `name`, or a custom one from `name=--mca k v ...`.
+pub fn resolve(spec: &str) -> Result<BenchConfig, String> {
+    if let Some((name, args)) = spec.split_once('=') {
+        return custom(name, args);
+    }
+    let mut candidates = registry().into_iter().filter(|c| c.config.name == spec);
+    candidates.next().ok_or_else(|| {
+        let names: Vec<String> = registry().into_iter().map(|c| c.config.name).collect();
+        format!(
+            "unknown configuration '{spec}' (known: {}; or NAME='--mca key value ...')",
+            names.join(", ")
+        )
+    })
+}
+
+/// A configuration given on the command line as `--mca key value` triples and
+/// `-x VAR=value` environment settings.
+fn custom(name: &str, args: &str) -> Result<BenchConfig, String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(format!(
+            "bad configuration name '{name}' (letters, digits, - _ .)"
+        ));
+    }
+    let words: Vec<&str> = args.split_whitespace().collect();
+    let mut config = McaConfig::new(name, &[]);
+    let mut i = 0;
+    while i < words.len() {
+        match words[i] {
+            "--mca" | "-mca" if i + 2 < words.len() => {
+                config = config.with(words[i + 1], words[i + 2]);
+                i += 3;
+            }
+            "-x" if i + 1 < words.len() => {
+                let (key, value) = words[i + 1]
+                    .split_once('=')
+                    .ok_or_else(|| format!("{name}: -x needs VAR=value, got '{}'", words[i + 1]))?;
+                config = config.with_env(key, value);
+                i += 2;
+            }
+            other => {
+                return Err(format!(
+                    "{name}: only '--mca KEY VALUE' and '-x VAR=value' are accepted, got '{other}'"
+                ));
+            }
+        }
+    }
+    Ok(BenchConfig {
+        config,
+        needs: None,
+        about: "given on the command line",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut names: Vec<String> = registry().into_iter().map(|c| c.config.name).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(before, names.len());
+    }
+
+    #[test]
+    fn custom_configurations_parse_mca_triples_and_env() {
+        let c = resolve("mine=--mca pml ob1 --mca btl self,tcp -x FI_LOG_LEVEL=warn").unwrap();
+        assert_eq!(c.config.name, "mine");
+        assert_eq!(
+            c.config.params,
+            vec![
+                ("pml".to_owned(), "ob1".to_owned()),
+                ("btl".to_owned(), "self,tcp".to_owned())
+            ]
+        );
+        assert_eq!(
+            c.config.env,
+            vec![("FI_LOG_LEVEL".to_owned(), "warn".to_owned())]
+        );
+    }
+
+    #[test]
+    fn bad_specs_are_refused_with_a_reason() {
+        assert!(
+            resolve("nosuch")
+                .unwrap_err()
+                .contains("unknown configuration")
+        );
+        assert!(resolve("x=--mca pml").unwrap_err().contains("only '--mca"));
+        assert!(resolve("x=-x NOVALUE").unwrap_err().contains("VAR=value"));
+        assert!(
+            resolve("bad name=--mca a b")
+                .unwrap_err()
+                .contains("bad configuration name")
+        );
+    }
+}
