@@ -81,7 +81,11 @@ pub fn registry() -> Vec<BenchConfig> {
             "tcp;ofi_rxm",
             "cm + the OFI MTL on libfabric tcp;ofi_rxm",
         ),
-        stock_ofi("stock-ofi-shm", "shm", "cm + the OFI MTL on libfabric shm"),
+        stock_ofi(
+            "stock-ofi-shm",
+            "shm",
+            "cm + the OFI MTL on libfabric shm (4.1.4's MTL declines it here: cm cannot be selected)",
+        ),
         stock_ofi(
             "stock-ofi-rxd",
             "udp;ofi_rxd",

@@ -55,13 +55,7 @@ fn default_configs(quick: bool) -> Vec<BenchConfig> {
     let stock: &[&str] = if quick {
         &["stock-tcp", "stock-vader", "stock-ofi-tcp"]
     } else {
-        &[
-            "stock-tcp",
-            "stock-vader",
-            "stock-ofi-tcp",
-            "stock-ofi-shm",
-            "stock-ofi-rxd",
-        ]
+        &["stock-tcp", "stock-vader", "stock-ofi-tcp", "stock-ofi-rxd"]
     };
     configs::registry()
         .into_iter()
