@@ -14,6 +14,19 @@ pub struct BenchConfig {
     pub needs: Option<&'static str>,
     /// One line for `--list`.
     pub about: &'static str,
+    /// How packet loss reaches this transport (`NAME@lossP`), if it can.
+    pub loss: Option<LossTarget>,
+}
+
+/// Where nftables must drop packets to make a transport's wire lossy.
+#[derive(Debug, Clone, Copy)]
+pub struct LossTarget {
+    /// `udp` or `tcp`.
+    pub proto: &'static str,
+    /// The port range the transport is pinned to, e.g. `31000-31999`.
+    pub ports: &'static str,
+    /// The MCA parameters that pin it there.
+    pub params: &'static [(&'static str, &'static str)],
 }
 
 impl BenchConfig {
@@ -29,6 +42,7 @@ fn stock(name: &str, params: &[(&str, &str)], about: &'static str) -> BenchConfi
         config: McaConfig::new(name, params),
         needs: None,
         about,
+        loss: None,
     }
 }
 
@@ -42,6 +56,7 @@ fn ours(
         config: McaConfig::new(name, params),
         needs: Some(needs),
         about,
+        loss: None,
     }
 }
 
@@ -62,15 +77,26 @@ fn stock_ofi(name: &str, provider: &str, about: &'static str) -> BenchConfig {
 /// Every configuration known by name, stock first.
 pub fn registry() -> Vec<BenchConfig> {
     vec![
-        stock(
-            "stock-tcp",
-            &[
-                ("pml", "ob1"),
-                ("btl", "self,tcp"),
-                ("btl_tcp_if_include", "lo"),
-            ],
-            "ob1 + the TCP BTL on the loopback",
-        ),
+        BenchConfig {
+            loss: Some(LossTarget {
+                proto: "tcp",
+                // Wide: the TCP BTL cannot rebind a port whose connection is in TIME-WAIT.
+                ports: "31000-31999",
+                params: &[
+                    ("btl_tcp_port_min_v4", "31000"),
+                    ("btl_tcp_port_range_v4", "1000"),
+                ],
+            }),
+            ..stock(
+                "stock-tcp",
+                &[
+                    ("pml", "ob1"),
+                    ("btl", "self,tcp"),
+                    ("btl_tcp_if_include", "lo"),
+                ],
+                "ob1 + the TCP BTL on the loopback",
+            )
+        },
         stock(
             "stock-vader",
             &[("pml", "ob1"), ("btl", "self,vader")],
@@ -141,10 +167,14 @@ pub fn registry() -> Vec<BenchConfig> {
     ]
 }
 
-/// The configuration called `name`, or a custom one from `name=--mca k v ...`.
+/// The configuration called `name`, `name@lossP` (the same while nftables drops P %
+/// of its packets), or a custom one from `name=--mca k v ...`.
 pub fn resolve(spec: &str) -> Result<BenchConfig, String> {
     if let Some((name, args)) = spec.split_once('=') {
         return custom(name, args);
+    }
+    if let Some((name, percent)) = spec.split_once("@loss") {
+        return with_loss(resolve(name)?, percent);
     }
     let mut candidates = registry().into_iter().filter(|c| c.config.name == spec);
     candidates.next().ok_or_else(|| {
@@ -153,6 +183,40 @@ pub fn resolve(spec: &str) -> Result<BenchConfig, String> {
             "unknown configuration '{spec}' (known: {}; or NAME='--mca key value ...')",
             names.join(", ")
         )
+    })
+}
+
+fn with_loss(base: BenchConfig, percent: &str) -> Result<BenchConfig, String> {
+    let name = base.config.name.clone();
+    let target = base
+        .loss
+        .ok_or_else(|| format!("{name}: no known port range to inject loss on"))?;
+    if !percent
+        .parse::<f64>()
+        .is_ok_and(|p| (0.0..=100.0).contains(&p))
+    {
+        return Err(format!(
+            "{name}@loss{percent}: the loss must be a percentage"
+        ));
+    }
+    let mut config = base.config;
+    for (key, value) in target.params {
+        config = config.with(key, value);
+    }
+    let config = config
+        .with_loss(&[
+            "--percent",
+            percent,
+            "--proto",
+            target.proto,
+            "--ports",
+            target.ports,
+        ])
+        .named(&format!("{name}@loss{percent}"));
+    Ok(BenchConfig {
+        config,
+        about: "the same while nftables drops packets",
+        ..base
     })
 }
 
@@ -195,6 +259,7 @@ fn custom(name: &str, args: &str) -> Result<BenchConfig, String> {
         config,
         needs: None,
         about: "given on the command line",
+        loss: None,
     })
 }
 
@@ -225,6 +290,29 @@ mod tests {
         assert_eq!(
             c.config.env,
             vec![("FI_LOG_LEVEL".to_owned(), "warn".to_owned())]
+        );
+    }
+
+    #[test]
+    fn loss_variants_pin_the_ports_they_drop_on() {
+        let c = resolve("stock-tcp@loss5").unwrap();
+        assert_eq!(c.config.name, "stock-tcp@loss5");
+        let loss = c.config.loss.unwrap().join(" ");
+        assert_eq!(loss, "--percent 5 --proto tcp --ports 31000-31999");
+        assert!(
+            c.config
+                .params
+                .contains(&("btl_tcp_port_min_v4".to_owned(), "31000".to_owned()))
+        );
+        assert!(
+            resolve("stock-vader@loss5")
+                .unwrap_err()
+                .contains("no known port range")
+        );
+        assert!(
+            resolve("stock-tcp@lossx")
+                .unwrap_err()
+                .contains("percentage")
         );
     }
 
