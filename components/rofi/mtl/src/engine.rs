@@ -51,28 +51,32 @@ pub struct Engine {
     pub min_landing: usize,
 }
 
+/// What init learned and opened, for [`Engine::new`].
+#[derive(Debug)]
+pub struct Setup {
+    pub fabric: Fabric,
+    pub layout: TagLayout,
+    pub limits: SendLimits,
+    pub provider: String,
+    pub stream: Stream,
+    pub event_cnt: usize,
+    pub name_len: usize,
+    pub min_landing: usize,
+}
+
 impl Engine {
-    pub fn new(
-        fabric: Fabric,
-        layout: TagLayout,
-        limits: SendLimits,
-        provider: String,
-        stream: Stream,
-        event_cnt: usize,
-        name_len: usize,
-        min_landing: usize,
-    ) -> Engine {
+    pub fn new(s: Setup) -> Engine {
         Engine {
-            fabric,
-            layout,
-            limits,
-            provider,
-            stream,
-            cq: Mutex::new(Owned(vec![empty_entry(); event_cnt.max(1)])),
+            fabric: s.fabric,
+            layout: s.layout,
+            limits: s.limits,
+            provider: s.provider,
+            stream: s.stream,
+            cq: Mutex::new(Owned(vec![empty_entry(); s.event_cnt.max(1)])),
             claimed: Mutex::new(HashMap::new()),
             peers: AtomicUsize::new(0),
-            name_len,
-            min_landing: min_landing.max(1),
+            name_len: s.name_len,
+            min_landing: s.min_landing.max(1),
         }
     }
 

@@ -168,20 +168,20 @@ impl MtlComponent for Rofi {
             inject_size: info.inject_size as u64,
             max_msg_size: info.max_msg_size,
         };
-        let engine = Engine::new(
+        let engine = Engine::new(engine::Setup {
             fabric,
             layout,
             limits,
-            info.name.clone(),
-            stream(),
-            p.progress_event_cnt.get() as usize,
-            name.len(),
-            if info.name.to_ascii_lowercase().contains("ofi_rxm") {
+            provider: info.name.clone(),
+            stream: stream(),
+            event_cnt: p.progress_event_cnt.get() as usize,
+            name_len: name.len(),
+            min_landing: if info.name.to_ascii_lowercase().contains("ofi_rxm") {
                 p.rxm_min_recv.get()
             } else {
                 0
             },
-        );
+        });
         verbose!(
             stream(),
             1,
