@@ -180,3 +180,23 @@ fn ompi_info_documents_every_parameter() {
         "{text}"
     );
 }
+
+/// Across two namespace hosts rofi runs on the veth network (not loopback, not shm:
+/// the job is not single-node) and the synchronous-send ACKs cross it.
+#[test]
+fn two_hosts_use_the_veth_network() {
+    let config = rofi()
+        .with("mtl_rofi_verbose", "1")
+        .named("rofi-verbose")
+        .across_hosts(2);
+    let out = Job::new(&config, 2, program("ssend_mrecv"))
+        .timeout(Duration::from_secs(120))
+        .run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.matches("mtl:rofi: using tcp;ofi_rxm [10.77.").count() == 2,
+        "{}",
+        out.report()
+    );
+}

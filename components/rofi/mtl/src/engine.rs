@@ -14,6 +14,7 @@ use crate::raw::Owned;
 use crate::raw::context::OpContext;
 use crate::raw::fabric::{EAGAIN, Entry, Fabric, empty_entry};
 use crate::raw::procs;
+use crate::request::BouncePool;
 use crate::stats::{Counter, bump};
 
 /// A message claimed by MPI_Improbe and not yet received by MPI_Mrecv.
@@ -38,9 +39,7 @@ pub struct Engine {
     pub claimed: Mutex<HashMap<usize, Owned<Claimed>>>,
     /// Processes whose address is in the AV (for the source-rank limit).
     pub peers: AtomicUsize,
-    /// Length of every endpoint name (the provider's address format is fixed).
-    pub name_len: usize,
-    /// Receives with less room than this post a bounce buffer of this size.
+    /// Receives with less room than the pool's buffer size post one of its buffers.
     ///
     /// libfabric 1.17's tcp;ofi_rxm receives eager messages straight into the posted
     /// buffer ("dynamic receive buffers") and leaves the connection stalled when that
@@ -48,7 +47,7 @@ pub struct Engine {
     /// finds a message. So small receives get room for any eager message and rofi
     /// truncates itself. Also, a receive posted with no buffer at all hangs rendezvous
     /// truncation there: every provider gets at least one byte.
-    pub min_landing: usize,
+    pub bounce: BouncePool,
 }
 
 /// What init learned and opened, for [`Engine::new`].
@@ -60,7 +59,6 @@ pub struct Setup {
     pub provider: String,
     pub stream: Stream,
     pub event_cnt: usize,
-    pub name_len: usize,
     pub min_landing: usize,
 }
 
@@ -75,8 +73,7 @@ impl Engine {
             cq: Mutex::new(Owned(vec![empty_entry(); s.event_cnt.max(1)])),
             claimed: Mutex::new(HashMap::new()),
             peers: AtomicUsize::new(0),
-            name_len: s.name_len,
-            min_landing: s.min_landing.max(1),
+            bounce: BouncePool::new(s.min_landing.max(1)),
         }
     }
 
@@ -133,28 +130,27 @@ impl Engine {
                 return Err(Error::VALUE_OUT_OF_BOUNDS);
             }
         }
-        let mut names = Vec::with_capacity(fresh.len() * self.name_len);
-        for &p in &fresh {
-            let name = crate::raw::modex::recv(p)?;
-            if name.len() != self.name_len {
-                mca::help::show_help(
-                    "help-mtl-rofi.txt",
-                    "modex failed",
-                    true,
-                    &[&format!(
-                        "a peer published a {}-byte address, this provider uses {}",
-                        name.len(),
-                        self.name_len
-                    )],
-                );
-                return Err(Error::UNREACH);
+        let names = fresh
+            .iter()
+            .map(|&p| crate::raw::modex::recv(p))
+            .collect::<Result<Vec<_>>>()?;
+        let insert = |bytes: &[u8], count: usize| {
+            self.fabric.av_insert(bytes, count).map_err(|e| {
+                mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&e]);
+                Error::UNREACH
+            })
+        };
+        // One batched insert when every name has the same length (binary address
+        // formats); string formats (shm: "fi_shm://<pid>...") vary, so one each.
+        let addrs = if names.iter().all(|n| n.len() == names[0].len()) {
+            insert(&names.concat(), names.len())?
+        } else {
+            let mut addrs = Vec::with_capacity(names.len());
+            for n in &names {
+                addrs.extend(insert(n, 1)?);
             }
-            names.extend_from_slice(&name);
-        }
-        let addrs = self.fabric.av_insert(&names, fresh.len()).map_err(|e| {
-            mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&e]);
-            Error::UNREACH
-        })?;
+            addrs
+        };
         for (&p, a) in fresh.iter().zip(addrs) {
             procs::record(p, a);
         }

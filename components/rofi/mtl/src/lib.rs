@@ -175,7 +175,6 @@ impl MtlComponent for Rofi {
             provider: info.name.clone(),
             stream: stream(),
             event_cnt: p.progress_event_cnt.get() as usize,
-            name_len: name.len(),
             min_landing: if info.name.to_ascii_lowercase().contains("ofi_rxm") {
                 p.rxm_min_recv.get()
             } else {

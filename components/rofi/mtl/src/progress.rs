@@ -160,6 +160,7 @@ impl Engine {
                 if let Some(b) = buffer.take() {
                     if let Some(bounce) = st.bounce.take() {
                         crate::raw::buffer::copy_in(&b, &bounce[..status.count.min(bounce.len())]);
+                        self.bounce.give(bounce);
                     }
                     b.finish_in_place(status.count);
                 }

@@ -64,7 +64,7 @@ impl Engine {
         let (ctx, (ptr, capacity)) = slot::with_state(raw, |st| {
             (
                 st.data_ctx.as_ptr(),
-                st.landing(ptr, capacity, self.min_landing),
+                st.landing(ptr, capacity, &self.bounce),
             )
         });
         bump(Counter::Recvs);
@@ -218,8 +218,7 @@ impl Engine {
                 claim: Some(ctx),
             },
         )));
-        let (ptr, capacity) =
-            slot::with_state(raw, |st| st.landing(ptr, capacity, self.min_landing));
+        let (ptr, capacity) = slot::with_state(raw, |st| st.landing(ptr, capacity, &self.bounce));
         let m = Matching {
             bits: message.bits(),
             ignore: message.ignore_bits(),

@@ -33,13 +33,51 @@ impl RequestState {
     }
 
     /// The buffer to post for a receive of `capacity` bytes at `ptr`: the user's, or a
-    /// bounce buffer of `min` bytes when the user's is smaller.
-    pub fn landing(&mut self, ptr: *mut u8, capacity: usize, min: usize) -> (*mut u8, usize) {
-        if capacity >= min {
+    /// bounce buffer from `pool` when the user's is smaller than the pool's size.
+    pub fn landing(
+        &mut self,
+        ptr: *mut u8,
+        capacity: usize,
+        pool: &BouncePool,
+    ) -> (*mut u8, usize) {
+        if capacity >= pool.size {
             return (ptr, capacity);
         }
-        let bounce = self.bounce.insert(vec![0u8; min]);
-        (bounce.as_mut_ptr(), min)
+        let bounce = self.bounce.insert(pool.take());
+        (bounce.as_mut_ptr(), bounce.len())
+    }
+}
+
+/// Bounce buffers for small receives, reused: the receive path is latency-critical and
+/// a fresh zeroed 16 KiB buffer per receive would cost more than the message. Reused
+/// contents are never read beyond what the provider wrote in that receive.
+#[derive(Debug)]
+pub struct BouncePool {
+    pub size: usize,
+    free: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+/// Buffers kept for reuse at most (a burst of small receives allocates the rest).
+const POOL_KEEP: usize = 256;
+
+impl BouncePool {
+    pub fn new(size: usize) -> BouncePool {
+        BouncePool {
+            size,
+            free: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    fn take(&self) -> Vec<u8> {
+        let reused = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        reused.unwrap_or_else(|| vec![0u8; self.size])
+    }
+
+    pub fn give(&self, buffer: Vec<u8>) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < POOL_KEEP {
+            free.push(buffer);
+        }
     }
 }
 
