@@ -16,7 +16,7 @@ mod stats;
 
 use std::sync::OnceLock;
 
-use mca::component::{Component, Exported};
+use mca::component::Component;
 use mca::convertor::Convertor;
 use mca::mtl::{Comm, Mtl, MtlComponent, MtlLimits, MtlModule, SendMode, Status};
 use mca::output::Stream;
@@ -59,7 +59,7 @@ mca::progress_fn!(
 impl Component for Rofi {
     fn register(reg: &mut Registrar) -> Result<()> {
         params::register(reg);
-        stats::register(Rofi::raw());
+        stats::register();
         Ok(())
     }
 }

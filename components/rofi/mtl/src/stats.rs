@@ -3,8 +3,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mca::pvars::{self, PvarClass};
-use mca::sys;
 use rofi_core::stats::{PVARS, Stats};
 
 /// One per field of [`Stats`], in its declaration order.
@@ -49,22 +47,13 @@ pub fn snapshot() -> Stats {
 
 /// Registers one pvar per core counter. The atomic behind each is found by reading a
 /// snapshot in which only that counter is set, so a reordered core cannot mislabel one.
-pub fn register(component: *const sys::mca_base_component_t) {
+pub fn register() {
     for pvar in PVARS {
         let Some(index) = (0..COUNT).find(|&i| (pvar.read)(&single(i)) == 1) else {
             continue;
         };
         let short = pvar.name.trim_start_matches("mtl_rofi_");
-        // SAFETY: `component` is rofi's exported structure (caller contract of Registrar).
-        let _ = unsafe {
-            pvars::register(
-                component,
-                short,
-                pvar.description,
-                PvarClass::Counter,
-                &COUNTERS[index],
-            )
-        };
+        crate::raw::pvar::counter(short, pvar.description, &COUNTERS[index]);
     }
 }
 

@@ -10,6 +10,7 @@ pub mod message;
 pub mod modex;
 pub mod post;
 pub mod procs;
+pub mod pvar;
 pub mod slot;
 
 /// A value moved between threads exactly as the C pointer it wraps would be.
