@@ -48,6 +48,8 @@ pub struct Engine {
     /// truncates itself. Also, a receive posted with no buffer at all hangs rendezvous
     /// truncation there: every provider gets at least one byte.
     pub bounce: BouncePool,
+    /// Small nonblocking sends inject too (`mtl_rofi_isend_inject`).
+    pub isend_inject: bool,
 }
 
 /// What init learned and opened, for [`Engine::new`].
@@ -60,6 +62,7 @@ pub struct Setup {
     pub stream: Stream,
     pub event_cnt: usize,
     pub min_landing: usize,
+    pub isend_inject: bool,
 }
 
 impl Engine {
@@ -74,6 +77,7 @@ impl Engine {
             claimed: Mutex::new(HashMap::new()),
             peers: AtomicUsize::new(0),
             bounce: BouncePool::new(s.min_landing.max(1)),
+            isend_inject: s.isend_inject,
         }
     }
 

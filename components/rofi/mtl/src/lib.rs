@@ -180,6 +180,7 @@ impl MtlComponent for Rofi {
             } else {
                 0
             },
+            isend_inject: p.isend_inject.enabled(),
         });
         verbose!(
             stream(),

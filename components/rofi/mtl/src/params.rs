@@ -16,6 +16,7 @@ pub struct Params {
     pub progress_event_cnt: Param<i32>,
     pub rxm_dyn_rbuf: Param<bool>,
     pub rxm_min_recv: Param<usize>,
+    pub isend_inject: Param<bool>,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -117,6 +118,14 @@ pub fn register(reg: &mut Registrar) {
          at least the provider's eager size (FI_OFI_RXM_BUFFER_SIZE, 16384 by default); \
          0 posts user buffers as they are",
     );
+    let isend_inject = reg.bool(
+        "isend_inject",
+        true,
+        Level::TUNER_ALL,
+        "Nonblocking sends that fit the provider's inject size use fi_tinject and complete \
+         at once (the C MTL injects only in blocking sends); false posts them with a \
+         completion",
+    );
     let _ = PARAMS.set(Params {
         priority,
         verbose,
@@ -126,5 +135,6 @@ pub fn register(reg: &mut Registrar) {
         progress_event_cnt,
         rxm_dyn_rbuf,
         rxm_min_recv,
+        isend_inject,
     });
 }

@@ -43,7 +43,11 @@ impl Engine {
             kind,
             len: len as u64,
         };
-        plan_send(&self.layout, &self.limits, &req).map_err(|e| {
+        let mut limits = self.limits;
+        if kind == SendKind::Nonblocking && !self.isend_inject {
+            limits.inject_size = 0;
+        }
+        plan_send(&self.layout, &limits, &req).map_err(|e| {
             bump(Counter::Errors);
             if let SendPlanError::TooBig { len, max } = e {
                 mca::help::show_help(
