@@ -166,6 +166,7 @@ fn ompi_info_documents_every_parameter() {
         "mtl_rofi_progress_event_cnt",
         "mtl_rofi_rxm_dyn_rbuf",
         "mtl_rofi_rxm_min_recv",
+        "mtl_rofi_isend_inject",
         // MPI_T performance variables
         "mtl_rofi_sends",
         "mtl_rofi_injects",
