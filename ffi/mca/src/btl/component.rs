@@ -77,6 +77,9 @@ unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
             btl_get_limit: d.get_limit,
             ..Default::default()
         });
+        // The BTL base drops GET/PUT from the flags (and skips their limit parameters)
+        // when the function pointers are NULL, so the template carries the vtable.
+        trampolines::fill_vtable::<C::Module>(&mut template);
         // SAFETY: valid component; the template is leaked below so the variables bound
         // to its fields stay valid for the life of the process.
         let rc = unsafe { sys::mca_btl_base_param_register(C::raw(), &mut *template) };
