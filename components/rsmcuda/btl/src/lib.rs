@@ -70,7 +70,10 @@ impl BtlComponent for Rsmcuda {
 
     fn init(_progress_threads: bool, _mpi_threads: bool) -> Result<Vec<Module>> {
         let stream = stream();
-        let contact = match setup::my_contact() {
+        let Some(limits) = mca::btl::configured_limits::<Rsmcuda>() else {
+            return Ok(Vec::new());
+        };
+        let contact = match setup::my_contact(limits) {
             Ok(c) => c,
             Err(e) => {
                 mca::help::show_help(setup::HELP, "no segment name", true, &[&e]);

@@ -4,7 +4,7 @@
 use std::fmt;
 
 const MAGIC: u32 = 0x7273_6d31; // "rsm1"
-const FIXED: usize = 4 + 4 + 2;
+const FIXED: usize = 4 + 4 + 8 + 8 + 2;
 const MAX_NAME: usize = 255;
 
 /// One rank's modex blob.
@@ -12,6 +12,9 @@ const MAX_NAME: usize = 255;
 pub struct Contact {
     /// The rank's process id (CMA target, diagnostics).
     pub pid: u32,
+    /// Its eager and max fragment sizes: ranks share a segment only if they agree.
+    pub eager: u64,
+    pub max: u64,
     /// `/rsmcuda-...`: the name this rank creates the segment under if it leads.
     pub segment: String,
 }
@@ -48,6 +51,8 @@ impl Contact {
         let mut out = Vec::with_capacity(FIXED + name.len());
         out.extend_from_slice(&MAGIC.to_le_bytes());
         out.extend_from_slice(&self.pid.to_le_bytes());
+        out.extend_from_slice(&self.eager.to_le_bytes());
+        out.extend_from_slice(&self.max.to_le_bytes());
         out.extend_from_slice(&(name.len() as u16).to_le_bytes());
         out.extend_from_slice(name);
         out
@@ -61,7 +66,8 @@ impl Contact {
         if word(0) != MAGIC {
             return Err(BadContact::WrongMagic(word(0)));
         }
-        let declared = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+        let long = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+        let declared = usize::from(u16::from_le_bytes([bytes[24], bytes[25]]));
         let present = bytes.len() - FIXED;
         if declared != present || declared > MAX_NAME {
             return Err(BadContact::NameLength { declared, present });
@@ -71,6 +77,8 @@ impl Contact {
             .to_owned();
         Ok(Contact {
             pid: word(4),
+            eager: long(8),
+            max: long(16),
             segment,
         })
     }
@@ -84,6 +92,8 @@ mod tests {
     fn round_trip_and_every_malformation_is_named() {
         let c = Contact {
             pid: 4242,
+            eager: 4096,
+            max: 32768,
             segment: "/rsmcuda-1a2b-4242-00ff".into(),
         };
         let bytes = c.encode();

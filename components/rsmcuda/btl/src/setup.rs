@@ -20,7 +20,7 @@ use crate::params;
 pub const HELP: &str = "help-mpi-btl-rsmcuda.txt";
 
 /// This process's contact: its pid and the segment name it would create.
-pub fn my_contact() -> Result<Contact, String> {
+pub fn my_contact(limits: (usize, usize)) -> Result<Contact, String> {
     let (jobid, _) = split(mca::proc::my_name_hash());
     let pid = std::process::id();
     let node = std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -30,6 +30,8 @@ pub fn my_contact() -> Result<Contact, String> {
         SegmentName::for_job(&format!("{jobid:x}-{pid}"), &node).map_err(|e| e.to_string())?;
     Ok(Contact {
         pid,
+        eager: limits.0 as u64,
+        max: limits.1 as u64,
         segment: name.as_str().to_owned(),
     })
 }
@@ -84,8 +86,33 @@ pub fn join(
     if members.is_empty() {
         return None;
     }
-    members.push((me, my_contact().ok()?));
+    let mine = my_contact(limits).ok()?;
+    members.push((me, mine.clone()));
     members.sort_by_key(|(hash, _)| *hash);
+    // Every rank decides from the same contacts: the segment is the leader's and has
+    // its fragment sizes; ranks that differ stay out (and know it themselves).
+    let sizes = (members[0].1.eager, members[0].1.max);
+    if (mine.eager, mine.max) != sizes {
+        mca::help::show_help(
+            HELP,
+            "parameter mismatch",
+            true,
+            &[
+                &members[0].1.segment,
+                &format!(
+                    "the segment has eager fragments of {} bytes and max fragments of {} \
+                     bytes, but this rank's btl_rsmcuda_eager_limit is {} and \
+                     btl_rsmcuda_max_send_size is {}",
+                    sizes.0, sizes.1, mine.eager, mine.max
+                ),
+            ],
+        );
+        return None;
+    }
+    members.retain(|(_, c)| (c.eager, c.max) == sizes);
+    if members.len() < 2 {
+        return None;
+    }
     let my_rank = members.iter().position(|(h, _)| *h == me)? as u32;
     let leader = &members[0].1;
     let name = match SegmentName::new(&leader.segment) {

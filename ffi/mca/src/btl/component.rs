@@ -93,6 +93,13 @@ unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
     })
 }
 
+/// The eager limit and max send size component `C`'s modules will get (defaults
+/// with the user's `btl_<name>_{eager_limit,max_send_size}` applied), readable from
+/// init on, before any module exists (e.g. to publish them in the modex).
+pub fn configured_limits<C: BtlComponent>() -> Option<(usize, usize)> {
+    template_of::<C>().map(|t| (t.btl_eager_limit, t.btl_max_send_size))
+}
+
 fn name_of<C: Exported>() -> String {
     // SAFETY: exported structure with a NUL-terminated name.
     unsafe { std::ffi::CStr::from_ptr((*C::raw()).mca_component_name.as_ptr()) }
