@@ -55,6 +55,21 @@ fn dlerror() -> String {
     }
 }
 
+/// Reinterprets a symbol address as the function-pointer type `F`.
+///
+/// # Safety
+/// `F` must be an `extern "C"` function-pointer type matching the symbol's real
+/// signature.
+unsafe fn as_fn<F: Copy>(p: *mut c_void) -> F {
+    assert_eq!(
+        size_of::<F>(),
+        size_of::<*mut c_void>(),
+        "F must be a fn pointer"
+    );
+    // SAFETY: sizes checked above; the caller guarantees the signature.
+    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) }
+}
+
 impl Fns {
     pub fn open(path: &str) -> Result<Fns, LoadError> {
         let c_path = CString::new(path).map_err(|_| LoadError::NotFound {
@@ -88,7 +103,7 @@ impl Fns {
                 let p = find(&[$($name),+])?;
                 // SAFETY: the symbol is the driver function of that name, whose C
                 // signature (cuda.h) is the field's type; the library is never closed.
-                unsafe { std::mem::transmute::<*mut c_void, _>(p) }
+                unsafe { as_fn(p) }
             }};
         }
         Ok(Fns {
