@@ -20,35 +20,9 @@ fn run(config: &McaConfig, ranks: u32, name: &str, args: &[&str]) -> JobOutput {
         .run()
 }
 
-macro_rules! conformance {
-    ($($test:ident),* $(,)?) => {
-        mod conformance {
-            use super::*;
-            $(
-                #[test]
-                fn $test() {
-                    for ranks in [2, 4] {
-                        run(&rsmcuda(), ranks, stringify!($test), &[]).assert_passed();
-                    }
-                }
-            )*
-        }
-    };
-}
-
 // Every program of tests/programs except trunc_large (an ob1 defect for every BTL,
-// asserted in tests/conformance.rs).
-conformance!(
-    p2p_sizes,
-    p2p_matching,
-    p2p_probe,
-    ssend_mrecv,
-    p2p_cancel_trunc,
-    datatypes,
-    collectives,
-    threads,
-    checker_selftest,
-);
+// asserted in tests/conformance.rs), at 2 and 4 ranks.
+mca_harness::conformance_suite!(conformance, rsmcuda(), skip: ["trunc_large"]);
 
 /// The same sizes with single copy off: every large message goes through the
 /// segment's max fragments (copy in/out pipeline).
