@@ -94,6 +94,9 @@ fn segment_is_gone_after_a_normal_exit() {
     let out = run(&config, 4, "p2p_sizes", &["--quick"]);
     out.assert_passed();
     assert_no_segment_left(&out, 1);
+    // Without CUDA in this Open MPI: one line per rank says so, and the job ran.
+    let cuda_lines = out.stderr.matches("btl:rsmcuda: CUDA IPC off").count();
+    assert_eq!(cuda_lines, 4, "{}", out.report());
 }
 
 #[test]

@@ -3,20 +3,10 @@
 //! build without CUDA aborts the job on the ADD_CUDA_IPC error callback, so it must
 //! never be raised there — and (3) the CUDA driver library loads at run time.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use mca::output::Stream;
 use mca::{sys, verbose};
 
 use crate::params;
-
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
-/// True when the CUDA IPC path may run (and the ADD_CUDA_IPC callback may be raised).
-#[allow(dead_code)]
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Acquire)
-}
 
 /// Why CUDA IPC is off, or None when it may run.
 fn reason_off() -> Option<String> {
@@ -30,23 +20,38 @@ fn reason_off() -> Option<String> {
     None
 }
 
+/// The driver, when it loaded (kept for the life of the process: the driver must
+/// not be unloaded).
+static DRIVER: std::sync::OnceLock<cuda::Driver> = std::sync::OnceLock::new();
+
 pub fn probe(stream: &Stream) {
-    match reason_off() {
-        Some(why) => verbose!(
+    if let Some(why) = reason_off() {
+        verbose!(
             stream,
             1,
             "btl:rsmcuda: CUDA IPC off: {why}; host path only"
-        ),
-        None => {
-            let p = params::get();
-            verbose!(
-                stream,
-                1,
-                "btl:rsmcuda: CUDA-aware Open MPI (same GPU {}, cache limit {} bytes, {}                  events), but this build of rsmcuda has no driver binding yet; host path only",
-                p.use_cuda_ipc_same_gpu.enabled(),
-                p.cuda_cache_limit.get(),
-                p.cuda_event_max.get()
-            )
-        }
+        );
+        return;
     }
+    let driver = match cuda::Driver::load() {
+        Ok(d) => d,
+        Err(e) => {
+            verbose!(stream, 1, "btl:rsmcuda: CUDA IPC off: {e}; host path only");
+            return;
+        }
+    };
+    let p = params::get();
+    verbose!(
+        stream,
+        1,
+        "btl:rsmcuda: CUDA driver {} with {} device(s) (same GPU {}, cache limit {} bytes, \
+         {} events); the BTL-level IPC handshake is not wired yet, so device buffers take \
+         the host path",
+        driver.version().unwrap_or(0),
+        driver.device_count().unwrap_or(0),
+        p.use_cuda_ipc_same_gpu.enabled(),
+        p.cuda_cache_limit.get(),
+        p.cuda_event_max.get()
+    );
+    let _ = DRIVER.set(driver);
 }
