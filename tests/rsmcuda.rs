@@ -28,8 +28,26 @@ mca_harness::conformance_suite!(conformance, rsmcuda(), skip: ["trunc_large"]);
 /// segment's max fragments (copy in/out pipeline).
 #[test]
 fn p2p_sizes_without_single_copy() {
-    let config = rsmcuda().with("btl_rsmcuda_single_copy", "none");
-    run(&config, 2, "p2p_sizes", &[]).assert_passed();
+    let config = rsmcuda()
+        .with("btl_rsmcuda_single_copy", "none")
+        .with("btl_rsmcuda_verbose", "1");
+    let out = run(&config, 2, "p2p_sizes", &[]);
+    out.assert_passed();
+    assert_eq!(counter(&out, "single-copy gets"), 0, "{}", out.report());
+}
+
+/// With the defaults, large contiguous messages go by CMA get (the counter proves
+/// ob1 took the RGET path rather than falling back to copy in/out).
+#[test]
+fn large_messages_use_single_copy() {
+    let config = rsmcuda().with("btl_rsmcuda_verbose", "1");
+    let out = run(&config, 2, "p2p_sizes", &["--quick"]);
+    out.assert_passed();
+    assert!(
+        counter(&out, "single-copy gets") > 0,
+        "no CMA get happened\n{}",
+        out.report()
+    );
 }
 
 /// The names of the segments this job created, from the creators' verbose lines.

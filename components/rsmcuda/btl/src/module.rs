@@ -134,11 +134,14 @@ impl BtlModule for Module {
         verbose!(
             crate::stream(),
             1,
-            "btl:rsmcuda: finalize ({} sends, {} sendis, {} receives, {} fifo-full stalls)",
+            "btl:rsmcuda: finalize ({} sends, {} sendis, {} receives, {} fifo-full stalls, \
+             {} single-copy gets of {} bytes)",
             crate::stats::SENDS.load(Ordering::Relaxed),
             crate::stats::SENDIS.load(Ordering::Relaxed),
             crate::stats::RECEIVES.load(Ordering::Relaxed),
-            crate::stats::FIFO_FULL.load(Ordering::Relaxed)
+            crate::stats::FIFO_FULL.load(Ordering::Relaxed),
+            crate::stats::SINGLE_COPY_OPS.load(Ordering::Relaxed),
+            crate::stats::SINGLE_COPY_BYTES.load(Ordering::Relaxed)
         );
         // The node (mapping, descriptors) goes with the module cell right after this.
         Ok(())

@@ -63,12 +63,17 @@ pub fn announce(btl: &Btl<Module>) {
     }
 }
 
-/// ob1's registration request: remote reads of large enough buffers are accepted
-/// while CMA works; remote writes (put) never; local buffers always (nothing to do).
+/// ob1's registration request: a sender's buffer for remote read is accepted while
+/// CMA works and the message is large enough; anything else (the receiver's buffer of
+/// a get, registered LOCAL_WRITE|REMOTE_WRITE) always, as CMA needs no registration.
+/// PUT is never advertised, so no peer writes through these handles.
 pub fn register(_btl: &Btl<Module>, size: usize, flags: u32) -> Option<Registration> {
-    if flags & sys::MCA_BTL_REG_FLAG_REMOTE_WRITE != 0 {
-        return None;
-    }
+    verbose!(
+        crate::stream(),
+        20,
+        "btl:rsmcuda: register_mem {size} bytes, flags {flags:#x}, CMA {}",
+        CMA_ON.load(Ordering::Relaxed)
+    );
     if flags & sys::MCA_BTL_REG_FLAG_REMOTE_READ != 0
         && (!CMA_ON.load(Ordering::Acquire) || size < params::get().single_copy_threshold.get())
     {
