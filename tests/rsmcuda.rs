@@ -7,7 +7,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use mca_harness::{Job, JobOutput, McaConfig, component_path, parse_counts, program, repo_root};
+use mca_harness::{
+    Job, JobOutput, McaConfig, component_build_dir, component_path, parse_counts, program,
+    repo_root,
+};
 
 fn rsmcuda() -> McaConfig {
     McaConfig::new("rsmcuda", &[("pml", "ob1"), ("btl", "self,rsmcuda")])
@@ -23,6 +26,75 @@ fn run(config: &McaConfig, ranks: u32, name: &str, args: &[&str]) -> JobOutput {
 // Every program of tests/programs except trunc_large (an ob1 defect for every BTL,
 // asserted in tests/conformance.rs), at 2 and 4 ranks.
 mca_harness::conformance_suite!(conformance, rsmcuda(), skip: ["trunc_large"]);
+
+/// The shared object exports exactly the component structure (rustc's version
+/// script hides everything else).
+#[test]
+fn only_the_component_symbol_is_exported() {
+    let so = component_build_dir().join("mca_btl_rsmcuda.so");
+    assert!(
+        so.is_file(),
+        "run `make components` first: {}",
+        so.display()
+    );
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+        .expect("run nm");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let exported: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert_eq!(exported, ["mca_btl_rsmcuda_component"], "{text}");
+}
+
+/// `ompi_info --level 9` documents every rsmcuda parameter and pvar.
+#[test]
+fn ompi_info_documents_every_parameter() {
+    let out = Command::new("ompi_info")
+        .args(["--param", "btl", "rsmcuda", "--level", "9"])
+        .env("OMPI_MCA_mca_base_component_path", component_path())
+        .output()
+        .expect("run ompi_info");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "verbose",
+        "fifo_size",
+        "free_list_eager",
+        "free_list_max",
+        "attach_timeout",
+        "poll_batch",
+        "single_copy",
+        "single_copy_threshold",
+        "use_cuda_ipc",
+        "use_cuda_ipc_same_gpu",
+        "cuda_ipc_cache_limit",
+        "cuda_event_max",
+        "eager_limit",
+        "max_send_size",
+        "get_limit",
+    ] {
+        assert!(
+            text.contains(&format!("parameter \"btl_rsmcuda_{name}\"")),
+            "btl_rsmcuda_{name} missing:\n{text}"
+        );
+    }
+    for pvar in [
+        "sends",
+        "receives",
+        "fifo_full",
+        "pending_high_water",
+        "single_copy_bytes",
+    ] {
+        assert!(
+            text.contains(&format!("performance \"btl_rsmcuda_{pvar}\"")),
+            "pvar btl_rsmcuda_{pvar} missing:\n{text}"
+        );
+    }
+    assert!(text.contains("current value: \"send,get\""), "{text}");
+}
 
 /// The same sizes with single copy off: every large message goes through the
 /// segment's max fragments (copy in/out pipeline).
