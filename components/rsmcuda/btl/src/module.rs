@@ -124,6 +124,16 @@ impl BtlModule for Module {
     }
 
     fn finalize(btl: &Btl<Self>) -> Result<()> {
+        if let Some(node) = btl.node() {
+            let left = node.drain_before_exit(std::time::Duration::from_secs(2));
+            if left > 0 {
+                verbose!(
+                    crate::stream(),
+                    1,
+                    "btl:rsmcuda: finalize with {left} fragments still waiting for a full FIFO"
+                );
+            }
+        }
         let me = btl as *const Btl<Self> as *mut Btl<Self>;
         let _ = ACTIVE.compare_exchange(
             me,

@@ -262,6 +262,19 @@ impl Node {
         moved
     }
 
+    /// At finalize: keeps pushing values that still wait for a full FIFO (the peer may
+    /// still be reading), for at most `limit`. Nothing is delivered any more: ob1 is
+    /// already finalized. Returns how many were still waiting when it gave up.
+    pub fn drain_before_exit(&self, limit: std::time::Duration) -> usize {
+        let start = Instant::now();
+        while self.peers_waiting.load(Ordering::Acquire) > 0 && start.elapsed() < limit {
+            if self.drain_pending() == 0 {
+                std::thread::yield_now();
+            }
+        }
+        self.pending.iter().map(|p| lock(&p.queue).len()).sum()
+    }
+
     /// One progress pass: pending values, then up to `poll_batch` FIFO entries.
     pub fn progress<M: mca::btl::BtlModule>(&self, btl: &Btl<M>) -> usize {
         self.check_attach();
