@@ -10,7 +10,7 @@ mod component;
 mod descriptor;
 mod trampolines;
 
-pub use component::{BtlComponent, BtlDefaults, btl_component_structure};
+pub use component::{BtlComponent, BtlDefaults, btl_component_structure, effective_limits};
 pub use descriptor::{Descriptor, Frag};
 
 use std::cell::UnsafeCell;
