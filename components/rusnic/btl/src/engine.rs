@@ -29,6 +29,8 @@ pub struct Engine {
     /// One injector per (peer, channel) so a held-back datagram keeps its destination.
     faults: HashMap<(u64, usize), FaultInjector>,
     next_id: u64,
+    /// Counters of connections already torn down (del_procs runs before finalize).
+    retired: Stats,
     scratch: Vec<Vec<u8>>,
 }
 
@@ -48,6 +50,7 @@ impl Engine {
             fault_cfg: faults,
             faults: HashMap::new(),
             next_id: 1,
+            retired: Stats::default(),
             scratch: Vec::new(),
         }
     }
@@ -76,8 +79,8 @@ impl Engine {
     }
 
     pub fn remove_peer(&mut self, peer: u64) {
-        if let Some(core) = self.core.as_mut() {
-            core.remove_peer(peer);
+        if let Some(conn) = self.core.as_mut().and_then(|c| c.remove_peer(peer)) {
+            self.retired.accumulate(conn.stats());
         }
         self.addrs.remove(&peer);
         self.faults.retain(|(p, _), _| *p != peer);
@@ -257,6 +260,8 @@ impl Engine {
     }
 
     pub fn stats(&self) -> Stats {
-        self.core.as_ref().map(Endpoint::stats).unwrap_or_default()
+        let mut s = self.core.as_ref().map(Endpoint::stats).unwrap_or_default();
+        s.accumulate(&self.retired);
+        s
     }
 }

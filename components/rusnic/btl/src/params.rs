@@ -169,10 +169,12 @@ pub fn register(reg: &mut Registrar) {
         ),
         rto_max_us: reg.int(
             "rto_max",
-            1_000_000,
+            20_000,
             1..=60_000_000,
             Level::TUNER_DETAIL,
-            "Upper bound of the retransmission timeout with backoff (microseconds)",
+            "Upper bound of the retransmission timeout with backoff (microseconds); low by \
+             default because these are LAN fabrics where a lost tail segment must not stall \
+             a rank for seconds (the reference retransmits after a fixed 5 ms)",
         ),
         ack_delay_us: reg.int(
             "ack_delay",
