@@ -12,13 +12,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A named set of MCA parameters selecting a transport, e.g. `stock-tcp`.
+pub mod conformance;
+
+/// Where the ranks of a job run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// All ranks on this machine (the default).
+    Local,
+    /// Spread over `hosts` network-namespace "hosts" joined by veth links
+    /// (tests/hosts/run-across-hosts): peers on other hosts cannot share memory.
+    AcrossHosts { hosts: u32 },
+}
+
+/// A named set of MCA parameters selecting a transport, e.g. `stock-tcp`, and how
+/// its jobs are launched (placement, injected packet loss, environment).
 #[derive(Debug, Clone)]
 pub struct McaConfig {
     /// Short name used in test names, reports and benchmark tables.
     pub name: String,
     /// `--mca key value` pairs.
     pub params: Vec<(String, String)>,
+    /// Environment variables for mpirun, exported to the ranks.
+    pub env: Vec<(String, String)>,
+    /// Where the ranks run.
+    pub placement: Placement,
+    /// Arguments for tests/loss/with-loss (without `--`), if packets are dropped.
+    pub loss: Option<Vec<String>>,
 }
 
 impl McaConfig {
@@ -30,13 +49,60 @@ impl McaConfig {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            env: Vec::new(),
+            placement: Placement::Local,
+            loss: None,
         }
     }
 
-    /// The same configuration with one more parameter.
+    /// The same configuration with one more parameter (replacing an earlier value).
     pub fn with(mut self, key: &str, value: &str) -> McaConfig {
+        self.params.retain(|(k, _)| k != key);
         self.params.push((key.to_owned(), value.to_owned()));
         self
+    }
+
+    /// The same configuration with an environment variable for mpirun and the ranks.
+    pub fn with_env(mut self, key: &str, value: &str) -> McaConfig {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// The same configuration under another name.
+    pub fn named(mut self, name: &str) -> McaConfig {
+        self.name = name.to_owned();
+        self
+    }
+
+    /// The same configuration with its ranks spread over `hosts` namespace hosts.
+    pub fn across_hosts(mut self, hosts: u32) -> McaConfig {
+        assert!(hosts >= 1, "at least one host");
+        self.placement = Placement::AcrossHosts { hosts };
+        self.name = format!("{}-{hosts}hosts", self.name);
+        self
+    }
+
+    /// The same configuration while tests/loss/with-loss drops packets, e.g.
+    /// `&["--percent", "5", "--proto", "tcp", "--ports", "31000-31015"]`.
+    pub fn with_loss(mut self, with_loss_args: &[&str]) -> McaConfig {
+        self.loss = Some(with_loss_args.iter().map(|a| (*a).to_owned()).collect());
+        let percent = with_loss_args
+            .iter()
+            .position(|a| *a == "--percent")
+            .and_then(|i| with_loss_args.get(i + 1))
+            .copied()
+            .unwrap_or("?");
+        self.name = format!("{}-loss{percent}", self.name);
+        self
+    }
+
+    /// Stock ob1 over the TCP BTL with its listening ports in `first..first+count`,
+    /// so that loss injection can target exactly its traffic.
+    pub fn stock_tcp_on_ports(first: u16, count: u16) -> McaConfig {
+        McaConfig::stock_tcp()
+            .with("btl_tcp_port_min_v4", &first.to_string())
+            .with("btl_tcp_port_range_v4", &count.to_string())
     }
 
     /// Stock ob1 over the TCP BTL.
@@ -236,26 +302,67 @@ impl Job {
     }
 
     fn command_line(&self) -> Vec<String> {
-        let mut line = self.launcher.clone();
-        line.push(env!("RMCA_MPIRUN").to_owned());
-        line.extend(["--allow-run-as-root", "--oversubscribe", "-np"].map(str::to_owned));
-        line.push(self.ranks.to_string());
+        let mut mpirun_options = Vec::new();
         for (key, value) in &self.config.params {
-            line.extend(["--mca".to_owned(), key.clone(), value.clone()]);
+            mpirun_options.extend(["--mca".to_owned(), key.clone(), value.clone()]);
         }
-        line.extend(self.mpirun_args.iter().cloned());
-        line.push(self.program.display().to_string());
-        line.extend(self.args.iter().cloned());
+        for (key, _) in &self.config.env {
+            mpirun_options.extend(["-x".to_owned(), key.clone()]);
+        }
+        mpirun_options.extend(self.mpirun_args.iter().cloned());
+        mpirun_options.push(self.program.display().to_string());
+        mpirun_options.extend(self.args.iter().cloned());
+
+        let mut line = self.launcher.clone();
+        match self.config.placement {
+            Placement::Local => {
+                if let Some(loss) = &self.config.loss {
+                    line.push(
+                        repo_root()
+                            .join("tests/loss/with-loss")
+                            .display()
+                            .to_string(),
+                    );
+                    line.extend(loss.iter().cloned());
+                    line.push("--".to_owned());
+                }
+                line.push(env!("RMCA_MPIRUN").to_owned());
+                line.extend(["--allow-run-as-root", "--oversubscribe"].map(str::to_owned));
+            }
+            Placement::AcrossHosts { hosts } => {
+                // The script brings the hosts up, runs mpirun inside host 1 with the
+                // rsh agent and a host list, and always tears the hosts down again.
+                let script = repo_root().join("tests/hosts/run-across-hosts");
+                line.push(script.display().to_string());
+                if let Some(loss) = &self.config.loss {
+                    line.extend(["--loss".to_owned(), loss.join(" ")]);
+                }
+                line.push(hosts.to_string());
+                line.push(self.ranks.div_ceil(hosts).to_string());
+                line.push("--".to_owned());
+            }
+        }
+        line.extend(["-np".to_owned(), self.ranks.to_string()]);
+        line.extend(mpirun_options);
         line
     }
 
     /// Runs the job to completion or timeout and captures its output.
     pub fn run(&self) -> JobOutput {
+        // Loss tables of concurrent tests would stack on the same ports (two 5 % drops
+        // are a 9.75 % drop): jobs with injected loss run one at a time.
+        static LOSS_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _serial = self
+            .config
+            .loss
+            .is_some()
+            .then(|| LOSS_SERIAL.lock().unwrap_or_else(|e| e.into_inner()));
         let line = self.command_line();
         let mut command = Command::new(&line[0]);
         command
             .args(&line[1..])
             .env("OMPI_MCA_mca_base_component_path", component_path())
+            .envs(self.config.env.iter().map(|(k, v)| (k, v)))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -4,62 +4,8 @@
 
 use std::time::Duration;
 
-use mca_harness::{Job, McaConfig, program};
-
-/// Every program of the suite, and the rank counts each runs with.
-pub const PROGRAMS: &[&str] = &[
-    "p2p_sizes",
-    "p2p_matching",
-    "p2p_probe",
-    "ssend_mrecv",
-    "p2p_cancel_trunc",
-    "datatypes",
-    "collectives",
-    "threads",
-    "checker_selftest",
-    "trunc_large",
-];
-
-fn run_program(config: &McaConfig, name: &str, ranks: &[u32]) {
-    for &n in ranks {
-        Job::new(config, n, program(name))
-            .timeout(Duration::from_secs(180))
-            .run()
-            .assert_passed();
-    }
-}
-
-macro_rules! conformance_suite {
-    ($module:ident, $config:expr, skip: [$($known:literal),*]) => {
-        mod $module {
-            use super::*;
-            fn config() -> McaConfig { $config }
-            fn known_defect(name: &str) -> bool { [$($known),*].contains(&name) }
-            macro_rules! case {
-                ($test:ident, $prog:literal) => {
-                    #[test]
-                    fn $test() {
-                        if known_defect($prog) {
-                            // Recorded as a known upstream defect by its own test below.
-                            return;
-                        }
-                        run_program(&config(), $prog, &[2, 4]);
-                    }
-                };
-            }
-            case!(p2p_sizes, "p2p_sizes");
-            case!(p2p_matching, "p2p_matching");
-            case!(p2p_probe, "p2p_probe");
-            case!(ssend_mrecv, "ssend_mrecv");
-            case!(p2p_cancel_trunc, "p2p_cancel_trunc");
-            case!(datatypes, "datatypes");
-            case!(collectives, "collectives");
-            case!(threads, "threads");
-            case!(checker_selftest, "checker_selftest");
-            case!(trunc_large, "trunc_large");
-        }
-    };
-}
+use mca_harness::conformance::PROGRAMS;
+use mca_harness::{Job, McaConfig, conformance_suite, program};
 
 conformance_suite!(stock_tcp, McaConfig::stock_tcp(), skip: ["trunc_large"]);
 conformance_suite!(stock_vader, McaConfig::stock_vader(), skip: ["trunc_large"]);

@@ -2,7 +2,8 @@
  * collectives.c -- collectives over MPI_COMM_WORLD (any number of ranks).
  *
  *  Barrier   : the rank that sleeps 200 ms before entering holds everybody
- *              else (>= 150 ms measured), for each rank in turn; 200 barriers.
+ *              else (>= 190 ms from a point they reported before it slept), for
+ *              each rank in turn; 200 barriers.
  *  Bcast     : every root, 0 B .. 4 MiB, payload = pattern(root -> all).
  *  Reduce / Allreduce (also MPI_IN_PLACE): MPI_SUM and MPI_MAX on int and
  *              double, 1 .. 262144 elements, values chosen so every result is
@@ -21,16 +22,24 @@
 
 static void t_barrier(void)
 {
+    /* The sleeper starts its 200 ms only after every other rank has told it that it
+     * started its clock, so a correct barrier holds each of them >= 200 ms whatever
+     * the delays (a retransmission can make ranks leave a barrier 200 ms apart). */
     for (int sleeper = 0; sleeper < ck.size && ck.size > 1; sleeper++) {
         MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        if (ck.rank == sleeper)
+        if (ck.rank == sleeper) {
+            for (int i = 0; i < ck.size - 1; i++)
+                MPI_Recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             usleep(200000);
-        MPI_Barrier(MPI_COMM_WORLD);
-        double dt = MPI_Wtime() - t0;
-        if (ck.rank != sleeper)
-            ck_check(dt >= 0.15, "Barrier: left after %.3f s while rank %d was still sleeping 0.2 s",
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else {
+            double t0 = MPI_Wtime();
+            MPI_Send(NULL, 0, MPI_BYTE, sleeper, 77, MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double dt = MPI_Wtime() - t0;
+            ck_check(dt >= 0.19, "Barrier: left after %.3f s while rank %d was still sleeping 0.2 s",
                      dt, sleeper);
+        }
     }
     for (int i = 0; i < 200; i++)
         MPI_Barrier(MPI_COMM_WORLD);
