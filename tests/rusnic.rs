@@ -4,10 +4,12 @@
 //!
 //! Build first: `make components` (the harness loads build/mca/mca_btl_rusnic.so).
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mca_harness::conformance::run_program;
-use mca_harness::{Job, McaConfig, conformance_suite, program};
+use mca_harness::{
+    Job, McaConfig, component_path, conformance_suite, parse_counts, program, repo_root,
+};
 
 /// UDP ports reserved for rusnic's loss tests (other suites use other ranges).
 const PORT_MIN: &str = "31100";
@@ -18,7 +20,9 @@ fn rusnic() -> McaConfig {
 }
 
 fn rusnic_ofi() -> McaConfig {
-    rusnic().with("btl_rusnic_backend", "ofi").named("rusnic-ofi")
+    rusnic()
+        .with("btl_rusnic_backend", "ofi")
+        .named("rusnic-ofi")
 }
 
 /// Drop, duplicate, reorder and corrupt datagrams inside the sender (parts per million).
@@ -38,6 +42,16 @@ fn rusnic_on_ports() -> McaConfig {
         .with("btl_rusnic_port_max", PORT_MAX)
 }
 
+/// Runs a conformance program with `--quick` (p2p_sizes up to 1 MiB): the lossy runs
+/// repair thousands of datagrams and the full 16 MiB sweep would dominate the suite.
+fn run_quick(config: &McaConfig, name: &str, ranks: u32) {
+    Job::new(config, ranks, program(name))
+        .args(&["--quick"])
+        .timeout(Duration::from_secs(180))
+        .run()
+        .assert_passed();
+}
+
 fn timed(what: &str, f: impl FnOnce()) {
     let start = Instant::now();
     f();
@@ -52,11 +66,9 @@ conformance_suite!(rusnic_ofi_backend, rusnic_ofi(), ranks: [2], skip: ["trunc_l
 #[test]
 fn in_process_faults_lose_no_byte() {
     let cfg = rusnic_faults().with("btl_rusnic_stats", "3600");
-    timed("faults p2p_sizes np=2", || {
-        run_program(&cfg, "p2p_sizes", &[2])
-    });
+    timed("faults p2p_sizes np=2", || run_quick(&cfg, "p2p_sizes", 2));
     timed("faults collectives np=4", || {
-        run_program(&cfg, "collectives", &[4])
+        run_quick(&cfg, "collectives", 4)
     });
     let out = Job::new(&cfg, 2, program("p2p_matching"))
         .timeout(Duration::from_secs(120))
@@ -74,7 +86,10 @@ fn in_process_faults_lose_no_byte() {
         .filter_map(|l| l.split(" crc ").nth(1))
         .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
         .sum();
-    assert!(resends > 0 && crc > 0, "no repaired faults visible:\n{text}");
+    assert!(
+        resends > 0 && crc > 0,
+        "no repaired faults visible:\n{text}"
+    );
 }
 
 /// nftables drops 5 % of the datagrams on rusnic's ports; every job finishes.
@@ -90,7 +105,7 @@ fn nftables_loss_5_percent() {
     ]);
     for (name, ranks) in [("p2p_sizes", 2), ("p2p_matching", 2), ("collectives", 4)] {
         timed(&format!("loss5 {name} np={ranks}"), || {
-            run_program(&cfg, name, &[ranks])
+            run_quick(&cfg, name, ranks)
         });
     }
 }
@@ -103,7 +118,7 @@ fn across_two_namespace_hosts() {
         .across_hosts(2);
     for (name, ranks) in [("p2p_sizes", 2), ("collectives", 4), ("p2p_matching", 2)] {
         timed(&format!("hosts {name} np={ranks}"), || {
-            run_program(&cfg, name, &[ranks])
+            run_quick(&cfg, name, ranks)
         });
     }
 }
@@ -173,4 +188,42 @@ fn unreachable_peer_is_reported() {
         "{}",
         out.report()
     );
+}
+
+/// mpi4py's own tests (the point-to-point, collective, RMA, datatype and
+/// communicator modules: what a BTL can break) over rusnic with 1 and 2 ranks.
+#[test]
+fn mpi4py_subset() {
+    let script = repo_root().join("configure-support/mpi4py");
+    for ranks in [1, 2] {
+        let start = Instant::now();
+        let mut command = Command::new(&script);
+        command.args([
+            "run",
+            "--np",
+            &ranks.to_string(),
+            "--subset",
+            "--timeout",
+            "300",
+        ]);
+        for (key, value) in &rusnic().params {
+            command.args(["--mca", key, value]);
+        }
+        let out = command
+            .env("OMPI_MCA_mca_base_component_path", component_path())
+            .output()
+            .expect("run configure-support/mpi4py");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let counts = stdout.lines().rev().find_map(parse_counts);
+        println!(
+            "mpi4py np={ranks}: {} ({:.1} s)",
+            stdout.lines().last().unwrap_or(""),
+            start.elapsed().as_secs_f64()
+        );
+        assert!(
+            out.status.success() && counts.is_some_and(|(p, f)| p > 0 && f == 0),
+            "mpi4py over rusnic with {ranks} ranks: {counts:?}\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

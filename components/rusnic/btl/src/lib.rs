@@ -23,7 +23,7 @@ use mca::output::Stream;
 use mca::params::Registrar;
 use mca::{Result, sys, verbose};
 
-use crate::backend::{Backend, UdpBackend};
+use crate::backend::{Backend, OfiBackend, UdpBackend};
 use crate::engine::Engine;
 use crate::modex::Contact;
 use crate::module::Rusnic;
@@ -118,7 +118,7 @@ fn open_module(local_id: u64, contact: &mut Contact) -> Option<Rusnic> {
         }
     };
     let parse = |s: Option<String>| iface::parse_list(&s.unwrap_or_default()).unwrap_or_default();
-    let selected = iface::select(&all, &parse(p.if_include.get()), &parse(p.if_exclude.get()));
+    let mut selected = iface::select(&all, &parse(p.if_include.get()), &parse(p.if_exclude.get()));
     if selected.is_empty() {
         let have: Vec<String> = all
             .iter()
@@ -160,11 +160,32 @@ fn open_module(local_id: u64, contact: &mut Contact) -> Option<Rusnic> {
             }
         },
         BackendKind::Ofi => {
-            help::show(
-                "no ports",
-                &["ofi", "the ofi backend is not available in this build"],
-            );
-            return None;
+            // A datagram endpoint is bound to one address: prefer a real network over
+            // loopback so peers on other hosts can reach it.
+            let chosen = selected
+                .iter()
+                .find(|a| !a.addr.is_loopback())
+                .or_else(|| selected.first())
+                .cloned()
+                .expect("selected is not empty");
+            let provider = p.ofi_provider.get().unwrap_or_else(|| "udp".into());
+            match OfiBackend::open(
+                &provider,
+                chosen.addr,
+                range,
+                usize::from(cfg.mtu_priority),
+                usize::from(cfg.mtu_data),
+                p.effective_credits() as usize * 4,
+            ) {
+                Ok(b) => {
+                    selected = vec![chosen];
+                    Box::new(b)
+                }
+                Err(e) => {
+                    help::show("no ports", &[&format!("{range:?}"), &e.to_string()]);
+                    return None;
+                }
+            }
         }
     };
     let mtu = backend.max_datagram();

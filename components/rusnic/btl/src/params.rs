@@ -25,6 +25,7 @@ pub enum BackendKind {
 pub struct Params {
     pub verbose: Param<i32>,
     pub backend: Param<i32>,
+    pub ofi_provider: StringParam,
     pub if_include: StringParam,
     pub if_exclude: StringParam,
     pub port_min: Param<i32>,
@@ -72,6 +73,9 @@ pub const DEFAULT_EAGER: usize = 64 << 10;
 /// Default pipeline fragment (`max_send_size`) in bytes.
 pub const DEFAULT_MAX_SEND: usize = 256 << 10;
 
+/// Most credits the ofi backend grants (see [`Params::effective_credits`]).
+pub const OFI_MAX_CREDITS: i32 = 64;
+
 const PPM: &str = "in parts per million of sent datagrams (0 = off; for tests)";
 
 pub fn register(reg: &mut Registrar) {
@@ -92,6 +96,20 @@ pub fn register(reg: &mut Registrar) {
             "Datagram service: Linux UDP sockets with batched sendmmsg/recvmmsg and a \
              configurable MTU, or libfabric FI_EP_DGRAM through the 'udp' provider \
              (datagrams capped at the provider's max_msg_size, 1472 here)",
+        ),
+        ofi_provider: reg.string(
+            "ofi_provider",
+            Some("udp"),
+            Level::USER_DETAIL,
+            "libfabric provider of the ofi backend (an FI_EP_DGRAM provider: udp here; \
+             usnic, efa or verbs;ofi_rxd-free verbs UD on real fabrics)",
+            |v| {
+                if v.is_empty() || v.len() > 64 {
+                    Err("must name one provider".into())
+                } else {
+                    Ok(())
+                }
+            },
         ),
         if_include: reg.string(
             "if_include",
@@ -151,7 +169,9 @@ pub fn register(reg: &mut Registrar) {
             256,
             1..=32768,
             Level::TUNER_BASIC,
-            "Receive buffers granted to each peer beyond the cumulative ACK (<= window)",
+            "Receive buffers granted to each peer beyond the cumulative ACK (<= window; the ofi \
+             backend grants at most 64, as its provider's sockets keep the kernel's default \
+             buffer size)",
         ),
         rto_initial_us: reg.int(
             "rto_initial",
@@ -373,7 +393,7 @@ impl Params {
         let mtu_priority = (tiny + HEADER_LEN).max(MAX_ACK_LEN);
         let cfg = Config {
             window: u16::try_from(self.window.get()).unwrap_or(u16::MAX),
-            rx_buffers: u16::try_from(self.credits.get()).unwrap_or(u16::MAX),
+            rx_buffers: u16::try_from(self.effective_credits()).unwrap_or(u16::MAX),
             rto_initial: us(self.rto_initial_us.get()),
             rto_min: us(self.rto_min_us.get()),
             rto_max: us(self.rto_max_us.get()),
@@ -399,6 +419,16 @@ impl Params {
             )
         })?;
         Ok(cfg)
+    }
+
+    /// Credits as granted: the ofi backend's provider sockets keep the kernel's default
+    /// receive buffer (about 200 KiB here), which overflows beyond ~64 MTU-sized
+    /// datagrams in flight per peer, turning every grant above it into retransmissions.
+    pub fn effective_credits(&self) -> i32 {
+        match self.backend_kind() {
+            BackendKind::Ofi => self.credits.get().min(OFI_MAX_CREDITS),
+            BackendKind::UdpNative => self.credits.get(),
+        }
     }
 
     /// The in-process fault injector's rates, or None when every rate is zero.

@@ -1,12 +1,14 @@
 //! Datagram services behind one trait: the protocol needs two unreliable channels
 //! (priority and data) to each peer, addressed by IPv4 socket address, and nothing else.
 
+mod raw_ofi;
 mod udp;
 
 use std::net::SocketAddrV4;
 
 use rusnic_core::Channel;
 
+pub use raw_ofi::OfiBackend;
 pub use udp::UdpBackend;
 
 /// A datagram service with one endpoint per channel.
