@@ -142,10 +142,10 @@ impl OfiBackend {
         size: usize,
         rx_depth: usize,
     ) -> io::Result<Lane> {
-        // SAFETY (whole body): `self.info` and the domain/AV are valid (opened in
-        // `open`); fi_dupinfo copies the info so we may point its src_addr at our
-        // port; every out pointer is a local; the rx buffers are owned by the lane,
-        // whose Vec storage never moves while posted (we never push to `rx` after).
+        // SAFETY: `self.info` and the domain/AV are valid (opened in `open`);
+        // fi_dupinfo copies the info so we may point its src_addr at our port; every
+        // out pointer is a local; the rx buffers are owned by the lane, whose Vec
+        // storage never moves while posted (we never push to `rx` after).
         unsafe {
             let info = fi::fi_dupinfo(self.info);
             if info.is_null() {
