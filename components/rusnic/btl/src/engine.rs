@@ -139,6 +139,13 @@ impl Engine {
         total
     }
 
+    /// Sends delayed ACKs now (see `Connection::flush_delayed_ack`).
+    pub fn flush_delayed_acks(&mut self) {
+        if let Some(core) = self.core.as_mut() {
+            core.flush_delayed_acks();
+        }
+    }
+
     pub fn pump_timers(&mut self, now: Instant) {
         if let Some(core) = self.core.as_mut()
             && core.next_timeout().is_some_and(|t| t <= now)

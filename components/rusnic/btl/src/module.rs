@@ -80,9 +80,11 @@ impl Rusnic {
         let mut handled = this.run_completions(btl);
         let mut events = Vec::new();
         let now = this.now();
+        let received;
         {
             let mut eng = this.engine();
-            handled += eng.pump_rx(now, 4);
+            received = eng.pump_rx(now, 4);
+            handled += received;
             eng.pump_timers(now);
             eng.pump_tx(now);
             eng.drain_events(&mut events);
@@ -106,11 +108,16 @@ impl Rusnic {
                 Event::Error(e) => this.peer_failed(btl, peer, &e.to_string()),
             }
         }
-        if !reposts.is_empty() {
+        if !reposts.is_empty() || received > 0 {
             let mut eng = this.engine();
             for (peer, n) in reposts {
                 eng.repost(peer, n);
             }
+            // The receive queue is drained and ob1 had its chance to answer (its reply
+            // carried the ACK if it sent one): acknowledge the rest now rather than at
+            // the delayed-ACK deadline, which a progress loop that yields the CPU may
+            // overshoot by a whole scheduler slice and trip the peer's RTO.
+            eng.flush_delayed_acks();
             eng.pump_tx(this.now());
         }
         this.maybe_stats(now);

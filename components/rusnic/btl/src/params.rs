@@ -178,7 +178,8 @@ pub fn register(reg: &mut Registrar) {
             5000,
             1..=60_000_000,
             Level::TUNER_DETAIL,
-            "Retransmission timeout in microseconds before the first round-trip sample",
+            "Retransmission timeout in microseconds before the first round-trip sample \
+             (clamped into rto_min..rto_max)",
         ),
         rto_min_us: reg.int(
             "rto_min",
@@ -394,7 +395,11 @@ impl Params {
         let cfg = Config {
             window: u16::try_from(self.window.get()).unwrap_or(u16::MAX),
             rx_buffers: u16::try_from(self.effective_credits()).unwrap_or(u16::MAX),
-            rto_initial: us(self.rto_initial_us.get()),
+            // Clamped so lowering rto_max alone (below the initial default) just works.
+            rto_initial: us(self.rto_initial_us.get()).clamp(
+                us(self.rto_min_us.get()),
+                us(self.rto_max_us.get()).max(us(self.rto_min_us.get())),
+            ),
             rto_min: us(self.rto_min_us.get()),
             rto_max: us(self.rto_max_us.get()),
             ack_delay: us(self.ack_delay_us.get()),
