@@ -74,8 +74,12 @@ impl Rusnic {
     /// completions outside the lock. Returns the number of events handled.
     pub fn progress(btl: &Btl<Rusnic>) -> usize {
         let this: &Rusnic = btl;
-        let Ok(_running) = this.progress.try_lock() else {
-            return 0;
+        // A panic inside a delivery poisons the lock; progress must go on regardless
+        // (the guard already reported the panic), or every later wait would hang.
+        let _running = match this.progress.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return 0,
         };
         let mut handled = this.run_completions(btl);
         let mut events = Vec::new();
