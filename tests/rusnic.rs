@@ -92,20 +92,39 @@ fn in_process_faults_lose_no_byte() {
     );
 }
 
-/// nftables drops 5 % of the datagrams on rusnic's ports; every job finishes.
-#[test]
-fn nftables_loss_5_percent() {
-    let cfg = rusnic_on_ports().with_loss(&[
+fn rusnic_with_loss(percent: &str) -> McaConfig {
+    rusnic_on_ports().with_loss(&[
         "--percent",
-        "5",
+        percent,
         "--proto",
         "udp",
         "--ports",
         &format!("{PORT_MIN}-{PORT_MAX}"),
-    ]);
+    ])
+}
+
+/// nftables drops 5 % of the datagrams on rusnic's ports; every job finishes.
+#[test]
+fn nftables_loss_5_percent() {
+    let cfg = rusnic_with_loss("5");
     for (name, ranks) in [("p2p_sizes", 2), ("p2p_matching", 2), ("collectives", 4)] {
         timed(&format!("loss5 {name} np={ranks}"), || {
             run_quick(&cfg, name, ranks)
+        });
+    }
+}
+
+/// The lighter and the heavy loss rates of the issue: 1 % and 20 %.
+#[test]
+fn nftables_loss_1_and_20_percent() {
+    for (percent, name) in [
+        ("1", "p2p_sizes"),
+        ("20", "p2p_sizes"),
+        ("20", "p2p_matching"),
+    ] {
+        let cfg = rusnic_with_loss(percent);
+        timed(&format!("loss{percent} {name} np=2"), || {
+            run_quick(&cfg, name, 2)
         });
     }
 }
