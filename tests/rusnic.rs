@@ -246,3 +246,68 @@ fn mpi4py_subset() {
         );
     }
 }
+
+/// `ompi_info --param btl rusnic --level 9` documents every tunable, with its help.
+#[test]
+fn ompi_info_documents_every_parameter() {
+    let out = Command::new("ompi_info")
+        .args(["--param", "btl", "rusnic", "--level", "9"])
+        .env("OMPI_MCA_mca_base_component_path", component_path())
+        .output()
+        .expect("run ompi_info");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "verbose",
+        "backend",
+        "ofi_provider",
+        "if_include",
+        "if_exclude",
+        "port_min",
+        "port_max",
+        "mtu",
+        "priority_limit",
+        "window",
+        "credits",
+        "rto_initial",
+        "rto_min",
+        "rto_max",
+        "ack_delay",
+        "ack_every",
+        "dup_ack_threshold",
+        "max_reassemblies",
+        "max_queued",
+        "connectivity_check",
+        "connectivity_retries",
+        "connectivity_timeout",
+        "backoff_min",
+        "backoff_max",
+        "max_timeouts",
+        "socket_buffer",
+        "recv_batch",
+        "finalize_flush",
+        "stats",
+        "fault_seed",
+        "fault_drop",
+        "fault_duplicate",
+        "fault_reorder",
+        "fault_corrupt",
+        "eager_limit",
+        "rndv_eager_limit",
+        "max_send_size",
+    ] {
+        assert!(
+            text.contains(&format!("parameter \"btl_rusnic_{name}\"")),
+            "btl_rusnic_{name} missing from ompi_info:\n{text}"
+        );
+    }
+    let documented = text.matches("parameter \"btl_rusnic_").count();
+    let with_help = text
+        .split("parameter \"btl_rusnic_")
+        .skip(1)
+        .filter(|block| block.lines().nth(1).is_some_and(|l| l.trim().len() > 10))
+        .count();
+    assert_eq!(
+        documented, with_help,
+        "a parameter without help text:\n{text}"
+    );
+}
