@@ -3,7 +3,10 @@
 #   make               build release components into build/mca/ (mca_<fw>_<name>.so + help files)
 #   make install       copy them into Open MPI's component directory (or MCA_DIR=...)
 #   make check         install build dependencies if missing, then run every test
-#   make demo          build, then a short 2-rank latency/bandwidth table
+#   make demo          build, then a short 2-rank latency/bandwidth table (seconds)
+#   make bench         the full benchmark: every configuration, interleaved rounds,
+#                      medians, ratios, CSV/JSON/PNG under build/bench/ (minutes)
+#                      BENCH_ARGS="--configs stock-tcp,rusnic --rounds 5 -- --test latency"
 #   OMPI_PREFIX=/opt/ompi make   build against another Open MPI 4.1.x installation
 
 SHELL := /bin/bash
@@ -17,7 +20,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo clean
+.PHONY: all components install check test lint setup demo bench bench-tool clean
 
 all: components
 
@@ -46,8 +49,14 @@ test: components
 
 check: setup lint test
 
-demo: components
-	@configure-support/demo
+bench-tool:
+	$(CARGO) build --release -p rmca-bench
+
+demo: components bench-tool
+	$(PROFILE_DIR)/rmca-bench --quick $(BENCH_ARGS)
+
+bench: components bench-tool
+	$(PROFILE_DIR)/rmca-bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD)

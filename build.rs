@@ -1,4 +1,5 @@
-//! Compiles the MPI C test programs (tests/programs/*.c, tests/fixtures/*.c) with the
+//! Compiles the MPI C test programs (tests/programs/*.c, tests/fixtures/*.c) and the
+//! benchmark programs (tests/bench/*.c, used by tools/bench) with the
 //! `mpicc` of the Open MPI we build against, and tells the harness where things are.
 
 use std::path::{Path, PathBuf};
@@ -8,7 +9,7 @@ fn main() {
     let install = ompi_build::require();
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("programs");
     std::fs::create_dir_all(&out).unwrap();
-    for dir in ["tests/programs", "tests/fixtures"] {
+    for dir in ["tests/programs", "tests/fixtures", "tests/bench"] {
         println!("cargo:rerun-if-changed={dir}");
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;

@@ -28,3 +28,32 @@ conformance_suite!(
 );
 
 conformance_suite!(stock_tcp_loss5, tcp_with_loss("5"), skip: ["trunc_large"]);
+
+/// Runs one of the tooling self-tests (a script that exits 0 only if every check passed).
+fn selftest(script: &str) {
+    let path = mca_harness::repo_root().join(script);
+    let out = std::process::Command::new(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", path.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("ALL PASSED"),
+        "{script} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// with-loss drops the share it is told to, only on its ports, and always removes its
+/// tables (also when the command fails or is killed).
+#[test]
+fn loss_injection_selftest() {
+    selftest("tests/loss/selftest");
+}
+
+/// Namespace hosts are separate nodes to Open MPI: shared memory cannot cross them,
+/// and nothing is left behind.
+#[test]
+fn namespace_hosts_selftest() {
+    selftest("tests/hosts/selftest");
+}

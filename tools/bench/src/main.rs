@@ -1,0 +1,406 @@
+//! rmca-bench: `make bench` and `make demo`.
+//!
+//! Measures named MCA configurations with tests/bench/mpibench (two ranks bound to
+//! cores) in one invocation, interleaved (every round runs every configuration, in a
+//! rotated order) and repeated, and the machine's limits with tests/bench/limits in
+//! the same rounds; prints medians with ratios to a baseline and writes CSV, JSON
+//! and PNG plots under build/bench/<stamp>/ (build/bench/latest points there).
+
+mod configs;
+mod imb;
+mod plot;
+mod report;
+mod results;
+mod run;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use configs::BenchConfig;
+use results::Sample;
+
+const USAGE: &str = "\
+usage: rmca-bench [--quick] [--rounds N] [--configs a,b,...] [--config NAME='--mca K V ...']
+                  [--baseline NAME] [--out DIR] [--no-limits] [--no-plots] [--imb]
+                  [--timeout SECONDS] [--list] [-- mpibench arguments...]
+
+  --quick        seconds, for make demo: 1 round, mpibench/limits --quick
+                 (default: the full sweep 0 B .. 16 MiB, 3 rounds: minutes)
+  --rounds N     interleaved rounds; medians are taken over them
+  --configs      names from --list (default: stock-tcp, stock-vader, stock-ofi-tcp and
+                 every component of ours that was built)
+  --config       a further configuration: --mca triples and -x VAR=value
+  --baseline     the configuration ratios are taken against (default: the first)
+  --imb          also run IMB-MPI1 PingPong/Sendrecv/Exchange/Allreduce (from PATH)
+  after --        arguments for mpibench, e.g. -- --test latency,bw --sizes 0,8,1k,64k
+";
+
+#[derive(Debug)]
+struct Options {
+    quick: bool,
+    rounds: u32,
+    configs: Vec<BenchConfig>,
+    baseline: String,
+    out: PathBuf,
+    limits: bool,
+    plots: bool,
+    imb: Option<PathBuf>,
+    timeout: Duration,
+    bench_args: Vec<String>,
+}
+
+fn default_configs(quick: bool) -> Vec<BenchConfig> {
+    let stock: &[&str] = if quick {
+        &["stock-tcp", "stock-vader", "stock-ofi-tcp"]
+    } else {
+        &["stock-tcp", "stock-vader", "stock-ofi-tcp", "stock-ofi-rxd"]
+    };
+    configs::registry()
+        .into_iter()
+        .filter(|c| match c.needs {
+            None => stock.contains(&c.config.name.as_str()),
+            Some(_) => c.available(),
+        })
+        .collect()
+}
+
+fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
+    let mut quick = false;
+    let mut rounds = None;
+    let mut names: Option<Vec<String>> = None;
+    let mut extra = Vec::new();
+    let mut baseline = None;
+    let mut out = None;
+    let mut limits = true;
+    let mut plots = true;
+    let mut want_imb = false;
+    let mut timeout = None;
+    let mut bench_args = Vec::new();
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        let mut value = |what: &str| it.next().ok_or_else(|| format!("{arg} needs {what}"));
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--rounds" => {
+                let v = value("a number")?;
+                rounds = Some(
+                    v.parse::<u32>()
+                        .ok()
+                        .filter(|n| (1..=50).contains(n))
+                        .ok_or_else(|| format!("--rounds: '{v}' is not a number in 1..=50"))?,
+                );
+            }
+            "--configs" => {
+                names = Some(value("a list")?.split(',').map(str::to_owned).collect());
+            }
+            "--config" => extra.push(value("NAME='--mca K V ...'")?),
+            "--baseline" => baseline = Some(value("a configuration name")?),
+            "--out" => out = Some(PathBuf::from(value("a directory")?)),
+            "--no-limits" => limits = false,
+            "--no-plots" => plots = false,
+            "--imb" => want_imb = true,
+            "--timeout" => {
+                let v = value("seconds")?;
+                timeout = Some(Duration::from_secs(
+                    v.parse::<u64>()
+                        .ok()
+                        .filter(|s| *s > 0)
+                        .ok_or_else(|| format!("--timeout: '{v}' is not a positive number"))?,
+                ));
+            }
+            "--list" => {
+                for c in configs::registry() {
+                    let state = if c.available() { "" } else { "  (not built)" };
+                    println!("{:<14} {}{state}", c.config.name, c.about);
+                }
+                return Ok(None);
+            }
+            "--help" | "-h" => {
+                print!("{USAGE}");
+                return Ok(None);
+            }
+            "--" => bench_args.extend(it.by_ref()),
+            other => return Err(format!("unknown option '{other}'\n{USAGE}")),
+        }
+    }
+    let mut configs = match names {
+        Some(names) => names
+            .iter()
+            .map(|n| configs::resolve(n))
+            .collect::<Result<Vec<_>, _>>()?,
+        None if extra.is_empty() => default_configs(quick),
+        None => Vec::new(),
+    };
+    for spec in &extra {
+        configs.push(configs::resolve(spec)?);
+    }
+    if let Some(missing) = configs.iter().find(|c| !c.available()) {
+        return Err(format!(
+            "{} needs build/mca/{} (run make first)",
+            missing.config.name,
+            missing.needs.unwrap_or("?")
+        ));
+    }
+    if configs.is_empty() {
+        return Err("no configuration to measure".to_owned());
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = configs.iter().find(|c| !seen.insert(c.config.name.clone())) {
+        return Err(format!("configuration {} given twice", dup.config.name));
+    }
+    let baseline = baseline.unwrap_or_else(|| configs[0].config.name.clone());
+    if !configs.iter().any(|c| c.config.name == baseline) {
+        return Err(format!(
+            "baseline {baseline} is not among the configurations"
+        ));
+    }
+    let imb = match (want_imb, imb::find()) {
+        (true, None) => return Err("--imb: no IMB-MPI1 on PATH".to_owned()),
+        (true, found) => found,
+        (false, _) => None,
+    };
+    if quick && !bench_args.iter().any(|a| a == "--quick") {
+        bench_args.push("--quick".to_owned());
+    }
+    let mode = if quick { "quick" } else { "full" };
+    Ok(Some(Options {
+        quick,
+        rounds: rounds.unwrap_or(if quick { 1 } else { 3 }),
+        configs,
+        baseline,
+        out: out.unwrap_or_else(|| {
+            mca_harness::repo_root()
+                .join("build/bench")
+                .join(format!("{}-{mode}", run::utc_stamp()))
+        }),
+        limits,
+        plots,
+        imb,
+        timeout: timeout.unwrap_or(Duration::from_secs(if quick { 120 } else { 900 })),
+        bench_args,
+    }))
+}
+
+/// One line that rewrites itself on a terminal, plain lines otherwise.
+struct Progress {
+    started: Instant,
+    done: usize,
+    total: usize,
+    tty: bool,
+}
+
+impl Progress {
+    fn step(&mut self, what: &str) {
+        self.done += 1;
+        let line = format!(
+            "[{}/{}] {what} ({:.0} s)",
+            self.done,
+            self.total,
+            self.started.elapsed().as_secs_f64()
+        );
+        let mut err = std::io::stderr();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[K{line}");
+        } else {
+            let _ = writeln!(err, "{line}");
+        }
+        let _ = err.flush();
+    }
+
+    fn finish(&self) {
+        if self.tty {
+            eprintln!();
+        }
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn measure(opts: &Options) -> Result<ExitCode, String> {
+    std::fs::create_dir_all(opts.out.join("runs"))
+        .map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    let names: Vec<String> = opts.configs.iter().map(|c| c.config.name.clone()).collect();
+    let per_round =
+        opts.configs.len() * (1 + usize::from(opts.imb.is_some())) + usize::from(opts.limits);
+    let mut progress = Progress {
+        started: Instant::now(),
+        done: 0,
+        total: per_round * opts.rounds as usize,
+        tty: std::io::stderr().is_terminal(),
+    };
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut failures = Vec::new();
+    for round in 1..=opts.rounds {
+        if opts.limits {
+            progress.step(&format!("round {round}/{}: limits", opts.rounds));
+            match run::limits(opts.quick, &opts.bench_args, round, &opts.out) {
+                Ok(mut s) => samples.append(&mut s),
+                Err(e) => failures.push(e),
+            }
+        }
+        // Rotating the order spreads any drift of the machine over all configurations.
+        let n = opts.configs.len();
+        for i in 0..n {
+            let config = &opts.configs[(i + round as usize - 1) % n];
+            progress.step(&format!(
+                "round {round}/{}: {}",
+                opts.rounds, config.config.name
+            ));
+            match run::mpibench(
+                &config.config,
+                &opts.bench_args,
+                round,
+                opts.timeout,
+                &opts.out,
+            ) {
+                Ok(mut s) => samples.append(&mut s),
+                Err(e) => failures.push(e),
+            }
+            if let Some(imb_binary) = &opts.imb {
+                progress.step(&format!(
+                    "round {round}/{}: {} (IMB)",
+                    opts.rounds, config.config.name
+                ));
+                match run::imb(&config.config, imb_binary, round, opts.timeout, &opts.out) {
+                    Ok(mut s) => samples.append(&mut s),
+                    Err(e) => failures.push(e),
+                }
+            }
+        }
+    }
+    progress.finish();
+
+    let summaries = results::summarise(&samples);
+    let table = report::table(&summaries, &names, &opts.baseline, opts.rounds);
+    print!("{table}");
+    let mut text = table.clone();
+    text.push_str(&report::winners(&summaries, &names));
+    write_file(&opts.out.join("summary.txt"), &text)?;
+    write_file(
+        &opts.out.join("samples.csv"),
+        &report::samples_csv(&samples),
+    )?;
+    write_file(
+        &opts.out.join("summary.csv"),
+        &report::summary_csv(&summaries, &opts.baseline),
+    )?;
+    let config_lines: Vec<(String, String)> = opts
+        .configs
+        .iter()
+        .map(|c| (c.config.name.clone(), run::describe(&c.config)))
+        .collect();
+    let meta = [
+        ("mode", if opts.quick { "quick" } else { "full" }.to_owned()),
+        ("rounds", opts.rounds.to_string()),
+        ("baseline", opts.baseline.clone()),
+        ("mpibench_args", opts.bench_args.join(" ")),
+        ("open_mpi", ompi_version()),
+        ("started_utc", run::utc_stamp()),
+    ];
+    write_file(
+        &opts.out.join("results.json"),
+        &report::json(&meta, &config_lines, &samples, &summaries),
+    )?;
+    if opts.plots {
+        for chart in plot::CHARTS {
+            match plot::draw(&summaries, &names, chart, &opts.out) {
+                Ok(Some(path)) => eprintln!("rmca-bench: plot {}", path.display()),
+                Ok(None) => {}
+                Err(e) => failures.push(format!("plot: {e}")),
+            }
+        }
+    }
+    let latest = opts.out.parent().map(|p| p.join("latest"));
+    if let Some(latest) =
+        latest.filter(|l| l.parent() == Some(&mca_harness::repo_root().join("build/bench")))
+    {
+        let _ = std::fs::remove_file(&latest);
+        let _ = std::os::unix::fs::symlink(opts.out.file_name().unwrap_or_default(), &latest);
+    }
+    eprintln!(
+        "rmca-bench: results in {} (summary.txt, samples.csv, summary.csv, results.json, *.png)",
+        opts.out.display()
+    );
+    if failures.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for f in &failures {
+            eprintln!("rmca-bench: FAILED: {f}");
+        }
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+fn ompi_version() -> String {
+    std::process::Command::new("ompi_info")
+        .args(["--version"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn main() -> ExitCode {
+    let result = parse_options(std::env::args().skip(1).collect()).and_then(|opts| match opts {
+        Some(opts) => measure(&opts),
+        None => Ok(ExitCode::SUCCESS),
+    });
+    result.unwrap_or_else(|e| {
+        eprintln!("rmca-bench: {e}");
+        ExitCode::from(2)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<Options>, String> {
+        parse_options(args.iter().map(|a| (*a).to_owned()).collect())
+    }
+
+    #[test]
+    fn quick_mode_is_one_round_and_forwards_quick() {
+        let o = parse(&["--quick", "--configs", "stock-tcp,stock-vader"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.rounds, 1);
+        assert_eq!(o.bench_args, vec!["--quick"]);
+        assert_eq!(o.baseline, "stock-tcp");
+    }
+
+    #[test]
+    fn bad_options_are_refused_with_a_reason() {
+        assert!(parse(&["--rounds", "0"]).unwrap_err().contains("--rounds"));
+        assert!(
+            parse(&["--configs", "stock-tcp", "--baseline", "x"])
+                .unwrap_err()
+                .contains("baseline")
+        );
+        assert!(
+            parse(&["--configs", "stock-tcp,stock-tcp"])
+                .unwrap_err()
+                .contains("twice")
+        );
+        assert!(
+            parse(&["--frobnicate"])
+                .unwrap_err()
+                .contains("unknown option")
+        );
+        assert!(parse(&["--rounds"]).unwrap_err().contains("needs"));
+    }
+
+    #[test]
+    fn arguments_after_the_separator_go_to_mpibench() {
+        let o = parse(&["--configs", "stock-vader", "--", "--test", "latency"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.bench_args, vec!["--test", "latency"]);
+        assert_eq!(o.rounds, 3);
+    }
+}
