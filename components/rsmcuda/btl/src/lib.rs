@@ -70,7 +70,7 @@ impl BtlComponent for Rsmcuda {
 
     fn init(_progress_threads: bool, _mpi_threads: bool) -> Result<Vec<Module>> {
         let stream = stream();
-        let Some(limits) = mca::btl::configured_limits::<Rsmcuda>() else {
+        let Some(limits) = mca::btl::effective_limits::<Rsmcuda>() else {
             return Ok(Vec::new());
         };
         let contact = match setup::my_contact(limits) {

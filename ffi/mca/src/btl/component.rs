@@ -54,6 +54,13 @@ fn template_of<C: BtlComponent>() -> Option<sys::mca_btl_base_module_t> {
         .map(|&addr| unsafe { *(addr as *const sys::mca_btl_base_module_t) })
 }
 
+/// The effective `(eager_limit, max_send_size)` of component `C` after users' MCA
+/// overrides, available from registration on: init uses it to publish limits in the
+/// modex before any module exists.
+pub fn effective_limits<C: BtlComponent>() -> Option<(usize, usize)> {
+    template_of::<C>().map(|t| (t.btl_eager_limit, t.btl_max_send_size))
+}
+
 unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
     crate::guard::guard_code("btl register", || {
         crate::component::check_runtime(&name_of::<C>())?;
@@ -91,13 +98,6 @@ unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
         map.insert(TypeId::of::<C>(), addr);
         Ok(())
     })
-}
-
-/// The eager limit and max send size component `C`'s modules will get (defaults
-/// with the user's `btl_<name>_{eager_limit,max_send_size}` applied), readable from
-/// init on, before any module exists (e.g. to publish them in the modex).
-pub fn configured_limits<C: BtlComponent>() -> Option<(usize, usize)> {
-    template_of::<C>().map(|t| (t.btl_eager_limit, t.btl_max_send_size))
 }
 
 fn name_of<C: Exported>() -> String {

@@ -11,7 +11,7 @@ mod descriptor;
 mod rdma;
 mod trampolines;
 
-pub use component::{BtlComponent, BtlDefaults, btl_component_structure, configured_limits};
+pub use component::{BtlComponent, BtlDefaults, btl_component_structure, effective_limits};
 pub use descriptor::{Descriptor, Frag};
 pub use rdma::{RdmaCompletion, RdmaOp, Registration};
 
