@@ -16,7 +16,7 @@ MCA_BUILD := $(BUILD)/mca
 PROFILE_DIR := target/release
 
 # crate:framework:name for every component (test fixtures included: tests load them).
-COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture mtl-rofi:mtl:rofi
+COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl:rusnic btl-rsmcuda:btl:rsmcuda mtl-rofi:mtl:rofi
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 

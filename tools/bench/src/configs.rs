@@ -74,6 +74,16 @@ fn stock_ofi(name: &str, provider: &str, about: &'static str) -> BenchConfig {
     c
 }
 
+/// rusnic's datagrams, pinned below the ephemeral port range.
+const RUSNIC_LOSS: LossTarget = LossTarget {
+    proto: "udp",
+    ports: "31100-31199",
+    params: &[
+        ("btl_rusnic_port_min", "31100"),
+        ("btl_rusnic_port_max", "31199"),
+    ],
+};
+
 /// Every configuration known by name, stock first.
 pub fn registry() -> Vec<BenchConfig> {
     vec![
@@ -117,27 +127,33 @@ pub fn registry() -> Vec<BenchConfig> {
             "udp;ofi_rxd",
             "cm + the OFI MTL on libfabric's reliable datagrams over udp",
         ),
-        ours(
-            "rusnic",
-            &[
-                ("pml", "ob1"),
-                ("btl", "self,rusnic"),
-                ("btl_rusnic_if_include", "lo"),
-            ],
-            "mca_btl_rusnic.so",
-            "ob1 + rusnic, native UDP backend (sendmmsg/recvmmsg) on the loopback",
-        ),
-        ours(
-            "rusnic-ofi",
-            &[
-                ("pml", "ob1"),
-                ("btl", "self,rusnic"),
-                ("btl_rusnic_backend", "ofi"),
-                ("btl_rusnic_if_include", "lo"),
-            ],
-            "mca_btl_rusnic.so",
-            "ob1 + rusnic, libfabric udp FI_EP_DGRAM backend",
-        ),
+        BenchConfig {
+            loss: Some(RUSNIC_LOSS),
+            ..ours(
+                "rusnic",
+                &[
+                    ("pml", "ob1"),
+                    ("btl", "self,rusnic"),
+                    ("btl_rusnic_if_include", "lo"),
+                ],
+                "mca_btl_rusnic.so",
+                "ob1 + rusnic, native UDP backend (sendmmsg/recvmmsg) on the loopback",
+            )
+        },
+        BenchConfig {
+            loss: Some(RUSNIC_LOSS),
+            ..ours(
+                "rusnic-ofi",
+                &[
+                    ("pml", "ob1"),
+                    ("btl", "self,rusnic"),
+                    ("btl_rusnic_backend", "ofi"),
+                    ("btl_rusnic_if_include", "lo"),
+                ],
+                "mca_btl_rusnic.so",
+                "ob1 + rusnic, libfabric udp FI_EP_DGRAM backend",
+            )
+        },
         ours(
             "rofi-tcp",
             &[

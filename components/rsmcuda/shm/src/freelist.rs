@@ -229,6 +229,31 @@ impl FragPool {
 
     /// Takes back a fragment announced by an ACK popped from this rank's FIFO.
     pub fn complete(&mut self, ack: FifoValue) -> Result<AckInfo, FragError> {
+        let info = self.acknowledged(ack)?;
+        let k = kind_idx(info.kind);
+        self.state[k][info.index as usize] = State::Free;
+        self.free[k].push(info.index);
+        Ok(info)
+    }
+
+    /// Like [`complete`](Self::complete), but the fragment stays allocated: the returned
+    /// token is the owner's again (to `free` later, or to fill and `post` anew). For a
+    /// glue whose upper layer keeps a descriptor bound to the fragment past its ACK.
+    pub fn reclaim(&mut self, ack: FifoValue) -> Result<(Frag, AckInfo), FragError> {
+        let info = self.acknowledged(ack)?;
+        self.state[kind_idx(info.kind)][info.index as usize] = State::Owned;
+        let frag = Frag {
+            pool_id: self.id,
+            offset: info.offset,
+            kind: info.kind,
+            index: info.index,
+            capacity: self.seg.layout.frag_capacity(info.kind),
+        };
+        Ok((frag, info))
+    }
+
+    /// Validates an ACK for one of our in-flight fragments and ends its flight.
+    fn acknowledged(&mut self, ack: FifoValue) -> Result<AckInfo, FragError> {
         if ack.kind() != FifoKind::Ack {
             return Err(FragError::NotAnAck(ack.raw()));
         }
@@ -249,8 +274,8 @@ impl FragPool {
         if *st != State::InFlight {
             return Err(FragError::NotInFlight(offset));
         }
-        *st = State::Free;
-        self.free[k].push(loc.index);
+        // The caller sets the new state; until then it is neither free nor in flight.
+        *st = State::Owned;
         self.in_flight -= 1;
         Ok(AckInfo {
             offset,

@@ -104,6 +104,38 @@ fn round_trip_in_process() {
     assert!(!pool0.complete(ack).unwrap().ok);
 }
 
+/// An ACK through `reclaim` leaves the fragment with its owner: not reusable by `alloc`
+/// until freed, postable again, and a second ACK for it is refused.
+#[test]
+fn reclaim_keeps_the_fragment_owned() {
+    let name = unique_name("frag-reclaim");
+    let s0 = Segment::create(&name, &params(), 0).unwrap();
+    let s1 = Segment::try_attach(&name, 1).unwrap().unwrap();
+    let mut pool0 = s0.frag_pool().unwrap();
+    let mut r1 = s1.fifo_reader().unwrap();
+    let to1 = s0.fifo_writer(1).unwrap();
+    let before = pool0.available(PoolKind::Max);
+    let f = pool0.alloc(4000).unwrap();
+    let off = f.offset();
+    let v = pool0.post(f, 10, 7).unwrap();
+    let got = push_pop(&to1, &mut r1, v);
+    let (_, ack) = r1.incoming(got).unwrap().into_ack(true);
+    let (mut token, info) = pool0.reclaim(ack).unwrap();
+    assert_eq!(
+        (info.offset, info.kind, token.offset()),
+        (off, PoolKind::Max, off)
+    );
+    assert_eq!(pool0.in_flight(), 0);
+    assert_eq!(pool0.available(PoolKind::Max), before - 1, "still owned");
+    assert_eq!(pool0.reclaim(ack).err(), Some(FragError::NotInFlight(off)));
+    pool0.payload_mut(&mut token)[0] = 9;
+    let v = pool0.post(token, 1, 7).unwrap();
+    let got = push_pop(&to1, &mut r1, v);
+    let (_, ack) = r1.incoming(got).unwrap().into_ack(true);
+    pool0.complete(ack).unwrap();
+    assert_eq!(pool0.available(PoolKind::Max), before);
+}
+
 /// Pushes `v` to a FIFO and pops it again from its reader.
 fn push_pop(w: &FifoWriter, r: &mut FifoReader, v: FifoValue) -> rsmcuda_shm::Received {
     w.push(v).unwrap();

@@ -36,6 +36,27 @@ const fn make_tables() -> [[u32; 256]; 8] {
 
 static TABLES: [[u32; 256]; 8] = make_tables();
 
+/// A faster update step with the same contract as [`Crc32c::update`] on the raw
+/// (not inverted) state, e.g. the SSE4.2 `crc32` instruction. The core cannot use it
+/// itself (no `unsafe` here); a glue that detected the instruction installs it once.
+pub type Accelerator = fn(u32, &[u8]) -> u32;
+
+static ACCELERATOR: std::sync::OnceLock<Accelerator> = std::sync::OnceLock::new();
+
+/// Installs `f` for every later CRC in the process; false if one was installed already.
+/// `f` must compute exactly the table-driven result (the glue tests that it does).
+pub fn install_accelerator(f: Accelerator) -> bool {
+    ACCELERATOR.set(f).is_ok()
+}
+
+/// The portable update step, for comparing an accelerator against.
+#[must_use]
+pub fn update_portable(state: u32, data: &[u8]) -> u32 {
+    let mut c = Crc32c(state);
+    c.update_tables(data);
+    c.0
+}
+
 /// Running CRC-32C state; start with [`Crc32c::new`], feed, then [`Crc32c::finish`].
 #[derive(Clone, Copy, Debug)]
 pub struct Crc32c(u32);
@@ -53,6 +74,13 @@ impl Crc32c {
     }
 
     pub fn update(&mut self, data: &[u8]) {
+        match ACCELERATOR.get() {
+            Some(f) => self.0 = f(self.0, data),
+            None => self.update_tables(data),
+        }
+    }
+
+    fn update_tables(&mut self, data: &[u8]) {
         let t = &TABLES;
         let mut c = self.0;
         let mut chunks = data.chunks_exact(8);
@@ -101,6 +129,22 @@ mod tests {
             }
         }
         !c
+    }
+
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+    fn counting(state: u32, data: &[u8]) -> u32 {
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        update_portable(state, data)
+    }
+
+    #[test]
+    fn an_installed_accelerator_is_used() {
+        assert!(install_accelerator(counting));
+        assert!(!install_accelerator(counting), "installed once only");
+        let before = CALLS.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(crc32c(b"123456789"), 0xE306_9283);
+        assert!(CALLS.load(std::sync::atomic::Ordering::Relaxed) > before);
     }
 
     #[test]

@@ -131,6 +131,13 @@ impl Endpoint {
         }
     }
 
+    /// [`Connection::flush_delayed_ack`] on every connection.
+    pub fn flush_delayed_acks(&mut self) {
+        for c in self.peers.values_mut() {
+            c.flush_delayed_ack();
+        }
+    }
+
     pub fn handle_timeout(&mut self, now: Instant) {
         for c in self.peers.values_mut() {
             if c.next_timeout().is_some_and(|t| t <= now) {

@@ -200,6 +200,21 @@ fn rtt_is_measured_from_clean_round_trips() {
 }
 
 #[test]
+fn a_flushed_delayed_ack_goes_out_at_once() {
+    let (mut a, mut b) = pair_with(cfg());
+    a.send(1, 1, b"x").unwrap();
+    deliver(&mut b, &drain(&mut a, 0), 10 * US);
+    assert!(drain(&mut b, 10 * US).is_empty(), "ACK delayed");
+    b.flush_delayed_ack();
+    assert_eq!(kinds(&drain(&mut b, 11 * US)), vec![Kind::Ack]);
+    b.flush_delayed_ack();
+    assert!(
+        drain(&mut b, 12 * US).is_empty(),
+        "nothing owed, nothing sent"
+    );
+}
+
+#[test]
 fn delayed_ack_is_bounded_by_time_and_piggybacks() {
     let (mut a, mut b) = pair_with(cfg());
     a.send(1, 1, b"x").unwrap();

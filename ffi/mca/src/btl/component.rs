@@ -54,6 +54,13 @@ fn template_of<C: BtlComponent>() -> Option<sys::mca_btl_base_module_t> {
         .map(|&addr| unsafe { *(addr as *const sys::mca_btl_base_module_t) })
 }
 
+/// The effective `(eager_limit, max_send_size)` of component `C` after users' MCA
+/// overrides, available from registration on: init uses it to publish limits in the
+/// modex before any module exists.
+pub fn effective_limits<C: BtlComponent>() -> Option<(usize, usize)> {
+    template_of::<C>().map(|t| (t.btl_eager_limit, t.btl_max_send_size))
+}
+
 unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
     crate::guard::guard_code("btl register", || {
         crate::component::check_runtime(&name_of::<C>())?;
@@ -77,6 +84,9 @@ unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
             btl_get_limit: d.get_limit,
             ..Default::default()
         });
+        // The BTL base drops GET/PUT from the flags (and skips their limit parameters)
+        // when the function pointers are NULL, so the template carries the vtable.
+        trampolines::fill_vtable::<C::Module>(&mut template);
         // SAFETY: valid component; the template is leaked below so the variables bound
         // to its fields stay valid for the life of the process.
         let rc = unsafe { sys::mca_btl_base_param_register(C::raw(), &mut *template) };

@@ -122,6 +122,17 @@ impl<T> Frag<T> {
         unsafe { &mut *descriptor.as_ptr().cast::<Frag<T>>() }
     }
 
+    /// A shared view of the fragment behind a descriptor (for fields the module
+    /// synchronises itself, e.g. atomics in `extra`).
+    ///
+    /// # Safety
+    /// `descriptor` must come from `Frag::<T>::into_descriptor` (same `T`) and stay
+    /// live while the reference is used; no `&mut` to it may exist meanwhile.
+    pub unsafe fn peek_ref<'a>(descriptor: Descriptor) -> &'a Frag<T> {
+        // SAFETY: forwarded contract.
+        unsafe { &*descriptor.as_ptr().cast::<Frag<T>>() }
+    }
+
     /// Takes back ownership of a fragment.
     ///
     /// # Safety

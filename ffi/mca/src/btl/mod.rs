@@ -8,10 +8,12 @@
 
 mod component;
 mod descriptor;
+mod rdma;
 mod trampolines;
 
-pub use component::{BtlComponent, BtlDefaults, btl_component_structure};
+pub use component::{BtlComponent, BtlDefaults, btl_component_structure, effective_limits};
 pub use descriptor::{Descriptor, Frag};
+pub use rdma::{RdmaCompletion, RdmaOp, Registration};
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -49,6 +51,13 @@ pub trait BtlModule: Send + Sync + Sized + 'static {
     const HAS_SENDI: bool = false;
     /// Whether `flush` is implemented.
     const HAS_FLUSH: bool = false;
+    /// Whether `get` is implemented (advertise it with MCA_BTL_FLAGS_GET).
+    const HAS_GET: bool = false;
+    /// Whether `put` is implemented (advertise it with MCA_BTL_FLAGS_PUT).
+    const HAS_PUT: bool = false;
+    /// Whether `register_mem`/`deregister_mem` are implemented. Without them the PML
+    /// treats every region as usable for get/put without registration.
+    const HAS_REGISTER_MEM: bool = false;
 
     /// Creates endpoints for reachable peers (`None` = unreachable through us).
     fn add_procs(btl: &Btl<Self>, procs: &[Proc]) -> Result<Vec<Option<Self::Endpoint>>>;
@@ -108,6 +117,46 @@ pub trait BtlModule: Send + Sync + Sized + 'static {
             want_descriptor,
         );
         Err(SendiRefused { descriptor: None })
+    }
+    /// Reads `op.size` bytes at the peer's `op.remote` into `op.local`. `Ok` means
+    /// started: `done` must then be completed exactly once (inline or from progress).
+    /// `Err(OUT_OF_RESOURCE)` asks the PML to retry later; other errors make it fall
+    /// back to send/receive for this region. On `Err`, `done` is dropped unused.
+    fn get(
+        btl: &Btl<Self>,
+        endpoint: &Self::Endpoint,
+        op: RdmaOp,
+        done: RdmaCompletion,
+    ) -> Result<()> {
+        let _ = (btl, endpoint, op, done);
+        Err(crate::Error::NOT_SUPPORTED)
+    }
+    /// Writes `op.size` bytes from `op.local` to the peer's `op.remote`; as `get`.
+    fn put(
+        btl: &Btl<Self>,
+        endpoint: &Self::Endpoint,
+        op: RdmaOp,
+        done: RdmaCompletion,
+    ) -> Result<()> {
+        let _ = (btl, endpoint, op, done);
+        Err(crate::Error::NOT_SUPPORTED)
+    }
+    /// Registers `size` bytes at `base` for `flags` (MCA_BTL_REG_FLAG_*); `None`
+    /// declines (the PML then uses send/receive for that message).
+    fn register_mem(
+        btl: &Btl<Self>,
+        endpoint: Option<&Self::Endpoint>,
+        base: *mut u8,
+        size: usize,
+        flags: u32,
+    ) -> Option<Registration> {
+        let _ = (btl, endpoint, base, size, flags);
+        None
+    }
+    /// Releases a handle from `register_mem`.
+    fn deregister_mem(btl: &Btl<Self>, handle: Registration) -> Result<()> {
+        let _ = (btl, handle);
+        Ok(())
     }
     /// Waits until every operation to `endpoint` (or all) has completed remotely.
     fn flush(btl: &Btl<Self>, endpoint: Option<&Self::Endpoint>) -> Result<()> {
@@ -179,6 +228,32 @@ impl<M: BtlModule> Btl<M> {
         };
         // SAFETY: the trigger table is a global array of 256 entries indexed by a u8;
         // ob1 filled it at init. The descriptor and segments outlive the call.
+        unsafe {
+            let entry = &*(&raw const sys::mca_btl_base_active_message_trigger)
+                .cast::<sys::mca_btl_active_message_callback_t>()
+                .add(tag as usize);
+            if let Some(callback) = entry.cbfunc {
+                callback(self.as_raw(), tag, &mut des, entry.cbdata);
+            }
+        }
+    }
+
+    /// [`deliver`](Self::deliver) for the common single-segment case, without a heap
+    /// allocation on the receive path.
+    pub fn deliver_one(&self, tag: u8, data: &[u8]) {
+        let mut seg = sys::mca_btl_base_segment_t {
+            seg_addr: sys::opal_ptr_t {
+                pval: data.as_ptr() as *mut std::ffi::c_void,
+            },
+            seg_len: data.len() as u64,
+        };
+        let mut des = sys::mca_btl_base_descriptor_t {
+            des_segments: &mut seg,
+            des_segment_count: 1,
+            ..Default::default()
+        };
+        // SAFETY: as in `deliver`: a 256-entry global table indexed by a u8; the
+        // descriptor and its segment live on this stack frame for the whole call.
         unsafe {
             let entry = &*(&raw const sys::mca_btl_base_active_message_trigger)
                 .cast::<sys::mca_btl_active_message_callback_t>()

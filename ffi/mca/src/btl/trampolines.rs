@@ -4,7 +4,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{Btl, BtlModule, Descriptor, SendStatus};
+use super::{Btl, BtlModule, Descriptor, Registration, SendStatus, rdma};
 use crate::convertor::Convertor;
 use crate::error::Error;
 use crate::proc::Proc;
@@ -22,6 +22,12 @@ pub(super) fn fill_vtable<M: BtlModule>(base: &mut sys::mca_btl_base_module_t) {
     base.btl_sendi = if M::HAS_SENDI { Some(sendi::<M>) } else { None };
     base.btl_register_error = Some(register_error::<M>);
     base.btl_flush = if M::HAS_FLUSH { Some(flush::<M>) } else { None };
+    base.btl_get = if M::HAS_GET { Some(get::<M>) } else { None };
+    base.btl_put = if M::HAS_PUT { Some(put::<M>) } else { None };
+    if M::HAS_REGISTER_MEM {
+        base.btl_register_mem = Some(register_mem::<M>);
+        base.btl_deregister_mem = Some(deregister_mem::<M>);
+    }
 }
 
 /// # Safety
@@ -264,5 +270,152 @@ unsafe extern "C" fn flush<M: BtlModule>(
         // SAFETY: pointers from the caller for this module.
         let (this, ep) = unsafe { (module::<M>(btl), endpoint::<M>(ep)) };
         M::flush(this, ep)
+    })
+}
+
+/// Which one-sided operation a trampoline forwards.
+#[derive(Clone, Copy)]
+enum Direction {
+    Get,
+    Put,
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn rdma<M: BtlModule>(
+    direction: Direction,
+    btl: *mut sys::mca_btl_base_module_t,
+    ep: *mut sys::mca_btl_base_endpoint_t,
+    local_address: *mut c_void,
+    remote_address: u64,
+    local_handle: *mut sys::mca_btl_base_registration_handle_t,
+    remote_handle: *mut sys::mca_btl_base_registration_handle_t,
+    size: usize,
+    flags: c_int,
+    order: c_int,
+    cbfunc: sys::mca_btl_base_rdma_completion_fn_t,
+    cbcontext: *mut c_void,
+    cbdata: *mut c_void,
+) -> c_int {
+    let entry = match direction {
+        Direction::Get => "btl_get",
+        Direction::Put => "btl_put",
+    };
+    crate::guard::guard_code(entry, || {
+        // SAFETY: pointers from the PML for this module.
+        let (this, endpoint) = unsafe { (module::<M>(btl), endpoint::<M>(ep)) };
+        let endpoint = endpoint.ok_or(Error::BAD_PARAM)?;
+        let (op, done) = rdma::split(
+            ep,
+            local_address,
+            remote_address,
+            local_handle,
+            remote_handle,
+            size,
+            flags,
+            order,
+            cbfunc,
+            cbcontext,
+            cbdata,
+        );
+        match direction {
+            Direction::Get => M::get(this, endpoint, op, done),
+            Direction::Put => M::put(this, endpoint, op, done),
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn get<M: BtlModule>(
+    btl: *mut sys::mca_btl_base_module_t,
+    ep: *mut sys::mca_btl_base_endpoint_t,
+    local_address: *mut c_void,
+    remote_address: u64,
+    local_handle: *mut sys::mca_btl_base_registration_handle_t,
+    remote_handle: *mut sys::mca_btl_base_registration_handle_t,
+    size: usize,
+    flags: c_int,
+    order: c_int,
+    cbfunc: sys::mca_btl_base_rdma_completion_fn_t,
+    cbcontext: *mut c_void,
+    cbdata: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded from the PML unchanged.
+    unsafe {
+        rdma::<M>(
+            Direction::Get,
+            btl,
+            ep,
+            local_address,
+            remote_address,
+            local_handle,
+            remote_handle,
+            size,
+            flags,
+            order,
+            cbfunc,
+            cbcontext,
+            cbdata,
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn put<M: BtlModule>(
+    btl: *mut sys::mca_btl_base_module_t,
+    ep: *mut sys::mca_btl_base_endpoint_t,
+    local_address: *mut c_void,
+    remote_address: u64,
+    local_handle: *mut sys::mca_btl_base_registration_handle_t,
+    remote_handle: *mut sys::mca_btl_base_registration_handle_t,
+    size: usize,
+    flags: c_int,
+    order: c_int,
+    cbfunc: sys::mca_btl_base_rdma_completion_fn_t,
+    cbcontext: *mut c_void,
+    cbdata: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded from the PML unchanged.
+    unsafe {
+        rdma::<M>(
+            Direction::Put,
+            btl,
+            ep,
+            local_address,
+            remote_address,
+            local_handle,
+            remote_handle,
+            size,
+            flags,
+            order,
+            cbfunc,
+            cbcontext,
+            cbdata,
+        )
+    }
+}
+
+unsafe extern "C" fn register_mem<M: BtlModule>(
+    btl: *mut sys::mca_btl_base_module_t,
+    ep: *mut sys::mca_btl_base_endpoint_t,
+    base: *mut c_void,
+    size: usize,
+    flags: u32,
+) -> *mut sys::mca_btl_base_registration_handle_t {
+    crate::guard::guard("btl_register_mem", std::ptr::null_mut(), || {
+        // SAFETY: pointers from the PML for this module (endpoint may be NULL).
+        let (this, ep) = unsafe { (module::<M>(btl), endpoint::<M>(ep)) };
+        M::register_mem(this, ep, base.cast(), size, flags)
+            .map_or(std::ptr::null_mut(), Registration::as_ptr)
+    })
+}
+
+unsafe extern "C" fn deregister_mem<M: BtlModule>(
+    btl: *mut sys::mca_btl_base_module_t,
+    handle: *mut sys::mca_btl_base_registration_handle_t,
+) -> c_int {
+    crate::guard::guard_code("btl_deregister_mem", || {
+        let handle = Registration::from_raw(handle).ok_or(Error::BAD_PARAM)?;
+        // SAFETY: module pointer from the PML.
+        M::deregister_mem(unsafe { module::<M>(btl) }, handle)
     })
 }

@@ -246,6 +246,16 @@ impl Connection {
         }
     }
 
+    /// Sends a pending delayed ACK at the next `poll_transmit` instead of at its deadline.
+    /// For a glue that has just drained its receive queue: nothing more is about to
+    /// arrive to coalesce with, and waiting only risks the peer's retransmission timer
+    /// (a progress engine that yields the CPU may not come back within `ack_delay`).
+    pub fn flush_delayed_ack(&mut self) {
+        if let AckDue::At(_) = self.ack_due {
+            self.ack_due = AckDue::Now;
+        }
+    }
+
     /// The fabric reported receiver-not-ready for this peer (EFA-style RNR): back off.
     pub fn on_peer_rnr(&mut self, now: Instant) {
         self.backoff.on_rnr(now, &mut self.rng);

@@ -1,0 +1,98 @@
+//! `rsmcuda`: a shared-memory BTL in the style of smcuda, for ob1.
+//!
+//! Host path: one segment per node (see `setup`), per-receiver lock-free FIFOs of
+//! fragment offsets, fragments from owner-only free lists, the fragment's return as
+//! the ACK, pending queues when a FIFO is full, sendi, and single copy with CMA for
+//! large contiguous messages (`single_copy`). CUDA path: see `cuda`; it stays off
+//! unless the running Open MPI is CUDA-aware and a driver loads.
+
+mod cuda;
+mod desc;
+mod modex;
+mod module;
+mod node;
+mod params;
+mod setup;
+mod single_copy;
+mod stats;
+
+use std::sync::OnceLock;
+
+use mca::btl::{BtlComponent, BtlDefaults};
+use mca::output::Stream;
+use mca::params::Registrar;
+use mca::{Result, sys, verbose};
+
+use module::Module;
+
+pub struct Rsmcuda;
+
+mca::declare_btl_component!(mca_btl_rsmcuda_component, "rsmcuda", Rsmcuda);
+
+static STREAM: OnceLock<Stream> = OnceLock::new();
+
+/// The component's verbosity stream (btl_rsmcuda_verbose).
+pub(crate) fn stream() -> Stream {
+    *STREAM.get_or_init(|| Stream::open(params::try_get().map_or(0, |p| p.verbose.get())))
+}
+
+impl mca::component::Component for Rsmcuda {
+    fn register(reg: &mut Registrar) -> Result<()> {
+        params::register(reg)?;
+        stats::register(<Rsmcuda as mca::component::Exported>::raw())
+    }
+}
+
+impl BtlComponent for Rsmcuda {
+    type Module = Module;
+
+    fn defaults() -> BtlDefaults {
+        let mut flags = sys::MCA_BTL_FLAGS_SEND;
+        if single_copy::wanted() {
+            flags |= sys::MCA_BTL_FLAGS_GET;
+        }
+        BtlDefaults {
+            eager_limit: 4 * 1024,
+            rndv_eager_limit: 4 * 1024,
+            max_send_size: 32 * 1024,
+            // Above tcp and the other network BTLs for local peers, below self and vader.
+            exclusivity: sys::MCA_BTL_EXCLUSIVITY_HIGH - 2,
+            latency: 1,
+            bandwidth: 20_000,
+            flags,
+            put_limit: 0,
+            get_limit: usize::MAX,
+            rdma_pipeline_send_length: 64 * 1024,
+            rdma_pipeline_frag_size: 64 * 1024,
+            min_rdma_pipeline_size: 64 * 1024,
+        }
+    }
+
+    fn init(_progress_threads: bool, _mpi_threads: bool) -> Result<Vec<Module>> {
+        let stream = stream();
+        let Some(limits) = mca::btl::effective_limits::<Rsmcuda>() else {
+            return Ok(Vec::new());
+        };
+        let contact = match setup::my_contact(limits) {
+            Ok(c) => c,
+            Err(e) => {
+                mca::help::show_help(setup::HELP, "no segment name", true, &[&e]);
+                return Ok(Vec::new());
+            }
+        };
+        // SAFETY: our exported component structure.
+        unsafe {
+            mca::proc::modex_send(
+                <Rsmcuda as mca::component::Exported>::raw(),
+                &contact.encode(),
+            )?
+        };
+        verbose!(stream, 1, "btl:rsmcuda: init, pid {}", contact.pid);
+        cuda::probe(&stream);
+        Ok(vec![Module::new()])
+    }
+
+    fn progress() -> usize {
+        module::progress()
+    }
+}

@@ -1,0 +1,388 @@
+//! The node's shared segment as this rank uses it: its fragment pool and descriptor
+//! table, its FIFO reader, writers into every peer's FIFO, and per-peer pending
+//! queues that keep values whose FIFO was full (backpressure, in order).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use mca::btl::{Btl, Descriptor, SendStatus};
+use mca::convertor::Convertor;
+use mca::{Error, Result};
+use rsmcuda_shm::{FifoKind, FifoReader, FifoValue, FifoWriter, FragPool, PoolKind, Segment};
+
+use crate::desc::{Table, kind_index};
+use crate::stats;
+
+/// The owner-only side of the fragment pool: the pool and the tokens of fragments
+/// handed to ob1 (allocated, not yet sent; or acknowledged but kept by ob1).
+struct SendSide {
+    pool: FragPool,
+    tokens: [Vec<Option<rsmcuda_shm::Frag>>; 2],
+}
+
+impl SendSide {
+    fn take(&mut self, kind: PoolKind, index: u32) -> Option<rsmcuda_shm::Frag> {
+        self.tokens[kind_index(kind)]
+            .get_mut(index as usize)
+            .and_then(Option::take)
+    }
+    fn keep(&mut self, frag: rsmcuda_shm::Frag) {
+        let (k, i) = (kind_index(frag.kind()), frag.index() as usize);
+        self.tokens[k][i] = Some(frag);
+    }
+}
+
+/// Values for one peer's FIFO that found it full, oldest first.
+#[derive(Default)]
+struct Pending {
+    queue: Mutex<VecDeque<FifoValue>>,
+    waiting: AtomicBool,
+}
+
+pub struct Node {
+    pub seg: Segment,
+    send: Mutex<SendSide>,
+    reader: Mutex<FifoReader>,
+    writers: Vec<FifoWriter>,
+    pending: Vec<Pending>,
+    peers_waiting: AtomicUsize,
+    table: Table,
+    poll_batch: usize,
+    /// While the leader still waits for peers to attach: when it started waiting.
+    attach_wait: Option<(Instant, std::time::Duration)>,
+    everyone_attached: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks is already reported by the guard;
+    // the data (free lists, queues) stays consistent between statements.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Node {
+    pub fn new(
+        seg: Segment,
+        poll_batch: usize,
+        attach_timeout: std::time::Duration,
+    ) -> std::result::Result<Node, rsmcuda_shm::ShmError> {
+        let mut pool = seg.frag_pool()?;
+        let reader = seg.fifo_reader()?;
+        let writers = (0..seg.nranks())
+            .map(|r| seg.fifo_writer(r))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let table = Table::build(&mut pool);
+        let counts = [PoolKind::Eager, PoolKind::Max].map(|k| seg.layout().frag_count(k) as usize);
+        let tokens = counts.map(|n| (0..n).map(|_| None).collect());
+        let pending = (0..seg.nranks()).map(|_| Pending::default()).collect();
+        let attach_wait = seg.is_leader().then(|| (Instant::now(), attach_timeout));
+        Ok(Node {
+            send: Mutex::new(SendSide { pool, tokens }),
+            reader: Mutex::new(reader),
+            writers,
+            pending,
+            peers_waiting: AtomicUsize::new(0),
+            table,
+            poll_batch,
+            attach_wait,
+            everyone_attached: AtomicBool::new(false),
+            seg,
+        })
+    }
+
+    pub fn my_rank(&self) -> u32 {
+        self.seg.local_rank()
+    }
+
+    /// Payload bytes of an eager fragment.
+    pub fn eager_capacity(&self) -> usize {
+        self.seg.layout().frag_capacity(PoolKind::Eager) as usize
+    }
+
+    /// Payload bytes of a max fragment.
+    pub fn max_capacity(&self) -> usize {
+        self.seg.layout().frag_capacity(PoolKind::Max) as usize
+    }
+
+    /// A descriptor for `len` bytes (from the smallest pool that has a free fragment
+    /// large enough), or None when out of fragments (ob1 retries later).
+    pub fn alloc(&self, len: usize, flags: u32, order: u8) -> Option<Descriptor> {
+        let mut side = lock(&self.send);
+        let frag = side.pool.alloc(len).or_else(|| {
+            (len <= self.max_capacity())
+                .then(|| side.pool.alloc_kind(PoolKind::Max))
+                .flatten()
+        })?;
+        let des = self.table.get(frag.kind(), frag.index())?;
+        side.keep(frag);
+        drop(side);
+        self.table.prepare(des, len, flags, order);
+        Some(des)
+    }
+
+    /// Where a descriptor's bytes live (ob1 or prepare_src fills them).
+    pub fn payload(&self, des: Descriptor) -> *mut u8 {
+        self.table.payload(des)
+    }
+
+    /// Sets the length of a descriptor's (only) segment.
+    pub fn set_len(&self, des: Descriptor, len: usize) {
+        self.table.set_len(des, len);
+    }
+
+    /// ob1 gives back a descriptor it did not send (or kept after completion).
+    pub fn free(&self, des: Descriptor) -> Result<()> {
+        let extra = self.table.extra(des);
+        let mut side = lock(&self.send);
+        let frag = side.take(extra.kind, extra.index).ok_or(Error::BAD_PARAM)?;
+        side.pool.free(frag);
+        Ok(())
+    }
+
+    /// Sends a descriptor's fragment to local rank `peer`.
+    pub fn send(&self, des: Descriptor, peer: u32, tag: u8) -> Result<SendStatus> {
+        let extra = self.table.extra(des);
+        // SAFETY: the descriptor is live and ours; ob1 set its segment length.
+        let len = unsafe { (*(*des.as_ptr()).des_segments).seg_len } as usize;
+        let value = {
+            let mut side = lock(&self.send);
+            let frag = side.take(extra.kind, extra.index).ok_or(Error::BAD_PARAM)?;
+            side.pool
+                .post(frag, len, tag)
+                .map_err(|_| Error::BAD_PARAM)?
+        };
+        let silent = des.btl_owned() && !des.always_callback();
+        // Stored before the push: the ACK may be handled by another thread at once.
+        extra.silent.store(silent, Ordering::Release);
+        stats::bump(&stats::SENDS);
+        let pushed = self.push_or_queue(peer, value, || {
+            // Queued: report completion through the callback, like smcuda, so ob1
+            // does not count on a fragment that is still in our hands.
+            extra.silent.store(false, Ordering::Release);
+        });
+        Ok(if pushed && silent {
+            SendStatus::CompletedInline
+        } else {
+            SendStatus::Queued
+        })
+    }
+
+    /// The immediate-send fast path: header and payload copied into an eager
+    /// fragment and sent; false (nothing sent) if it does not fit or none is free.
+    pub fn sendi(
+        &self,
+        peer: u32,
+        header: &[u8],
+        convertor: &mut Convertor,
+        payload_size: usize,
+        tag: u8,
+    ) -> bool {
+        let total = header.len() + payload_size;
+        if total > self.eager_capacity() {
+            return false;
+        }
+        let value = {
+            let mut side = lock(&self.send);
+            let Some(mut frag) = side.pool.alloc_kind(PoolKind::Eager) else {
+                return false;
+            };
+            let buf = side.pool.payload_mut(&mut frag);
+            buf[..header.len()].copy_from_slice(header);
+            let packed = if payload_size > 0 {
+                convertor.pack(&mut buf[header.len()..total])
+            } else {
+                0
+            };
+            let Some(des) = self.table.get(frag.kind(), frag.index()) else {
+                side.pool.free(frag);
+                return false;
+            };
+            self.table.extra(des).silent.store(true, Ordering::Release);
+            match side.pool.post(frag, header.len() + packed, tag) {
+                Ok(v) => v,
+                Err(_) => return false,
+            }
+        };
+        stats::bump(&stats::SENDIS);
+        self.push_or_queue(peer, value, || {});
+        true
+    }
+
+    /// Pushes into `peer`'s FIFO, or appends to its pending queue (calling
+    /// `on_queued` under the queue lock, before anyone can push the value).
+    /// Returns true if the value is in the FIFO.
+    fn push_or_queue(&self, peer: u32, value: FifoValue, on_queued: impl FnOnce()) -> bool {
+        let pending = &self.pending[peer as usize];
+        if !pending.waiting.load(Ordering::Acquire)
+            && self.writers[peer as usize].push(value).is_ok()
+        {
+            return true;
+        }
+        let mut queue = lock(&pending.queue);
+        // Another thread may have drained the queue meanwhile: try once more so a
+        // lone value does not wait for the next progress call.
+        if queue.is_empty() && self.writers[peer as usize].push(value).is_ok() {
+            return true;
+        }
+        stats::bump(&stats::FIFO_FULL);
+        on_queued();
+        queue.push_back(value);
+        stats::PENDING_HWM.fetch_max(queue.len() as u64, Ordering::Relaxed);
+        if !pending.waiting.swap(true, Ordering::AcqRel) {
+            self.peers_waiting.fetch_add(1, Ordering::AcqRel);
+        }
+        false
+    }
+
+    /// Moves pending values into FIFOs that have room again, oldest first.
+    fn drain_pending(&self) -> usize {
+        if self.peers_waiting.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        let mut moved = 0;
+        for (peer, pending) in self.pending.iter().enumerate() {
+            if !pending.waiting.load(Ordering::Acquire) {
+                continue;
+            }
+            let Ok(mut queue) = pending.queue.try_lock() else {
+                continue;
+            };
+            while let Some(&value) = queue.front() {
+                if self.writers[peer].push(value).is_err() {
+                    break;
+                }
+                queue.pop_front();
+                moved += 1;
+            }
+            if queue.is_empty() && pending.waiting.swap(false, Ordering::AcqRel) {
+                self.peers_waiting.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        moved
+    }
+
+    /// At finalize: keeps pushing values that still wait for a full FIFO (the peer may
+    /// still be reading), for at most `limit`. Nothing is delivered any more: ob1 is
+    /// already finalized. Returns how many were still waiting when it gave up.
+    pub fn drain_before_exit(&self, limit: std::time::Duration) -> usize {
+        let start = Instant::now();
+        while self.peers_waiting.load(Ordering::Acquire) > 0 && start.elapsed() < limit {
+            if self.drain_pending() == 0 {
+                std::thread::yield_now();
+            }
+        }
+        self.pending.iter().map(|p| lock(&p.queue).len()).sum()
+    }
+
+    /// One progress pass: pending values, then up to `poll_batch` FIFO entries.
+    pub fn progress<M: mca::btl::BtlModule>(&self, btl: &Btl<M>) -> usize {
+        self.check_attach();
+        let mut handled = self.drain_pending();
+        // One reader at a time; a thread that finds it busy (or a re-entrant call
+        // from inside a receive callback) simply has nothing to do.
+        let Ok(mut reader) = self.reader.try_lock() else {
+            return handled;
+        };
+        for _ in 0..self.poll_batch {
+            let Some(received) = reader.pop() else {
+                break;
+            };
+            handled += 1;
+            match received.kind() {
+                FifoKind::Send => match reader.incoming(received) {
+                    Ok(incoming) => {
+                        btl.deliver_one(incoming.tag(), incoming.payload());
+                        stats::bump(&stats::RECEIVES);
+                        let (owner, ack) = incoming.into_ack(true);
+                        self.push_or_queue(owner, ack, || {});
+                    }
+                    Err(e) => corrupt(&format!("a SEND value that is not a valid fragment: {e}")),
+                },
+                FifoKind::Ack => {
+                    let value = received.value();
+                    if let Err(e) = self.acknowledged(btl, value) {
+                        corrupt(&format!("an ACK for {value:?} that is not ours: {e}"));
+                    }
+                }
+                _ => corrupt(&format!("a value of unknown type: {:?}", received.value())),
+            }
+        }
+        handled
+    }
+
+    /// A fragment came back: free it, or complete its descriptor first.
+    fn acknowledged<M: mca::btl::BtlModule>(
+        &self,
+        btl: &Btl<M>,
+        ack: FifoValue,
+    ) -> std::result::Result<(), String> {
+        let loc = self
+            .seg
+            .layout()
+            .locate(ack.offset())
+            .filter(|l| l.owner == self.my_rank())
+            .ok_or("not one of this rank's fragments")?;
+        let des = self.table.get(loc.kind, loc.index).ok_or("no descriptor")?;
+        let extra = self.table.extra(des);
+        let status = if ack.ok() { 0 } else { mca::sys::OPAL_ERROR };
+        if extra.silent.load(Ordering::Acquire) {
+            lock(&self.send)
+                .pool
+                .complete(ack)
+                .map_err(|e| e.to_string())?;
+        } else if des.btl_owned() {
+            // SAFETY: the descriptor is live and BTL-owned; ob1 does not free it.
+            unsafe { btl.complete(std::ptr::null_mut(), des, status) };
+            lock(&self.send)
+                .pool
+                .complete(ack)
+                .map_err(|e| e.to_string())?;
+        } else {
+            // ob1 keeps the descriptor and frees it later: the fragment stays its.
+            {
+                let mut side = lock(&self.send);
+                let (frag, _) = side.pool.reclaim(ack).map_err(|e| e.to_string())?;
+                side.keep(frag);
+            }
+            // SAFETY: live descriptor owned by ob1, which may free it in the callback.
+            unsafe { btl.complete(std::ptr::null_mut(), des, status) };
+        }
+        Ok(())
+    }
+
+    /// The leader's side of "unlinked as soon as every peer attached": a peer that
+    /// has not attached within the timeout never will; close the door and unlink.
+    fn check_attach(&self) {
+        let Some((since, timeout)) = self.attach_wait else {
+            return;
+        };
+        if self.everyone_attached.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.seg.all_attached() {
+            self.everyone_attached.store(true, Ordering::Relaxed);
+            return;
+        }
+        if since.elapsed() < timeout {
+            return;
+        }
+        self.everyone_attached.store(true, Ordering::Relaxed);
+        crate::setup::abandon(&self.seg);
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if self.seg.is_leader() && !self.seg.is_unlinked() {
+            crate::setup::abandon(&self.seg);
+        }
+    }
+}
+
+/// Something in our FIFO that the protocol never produces: a peer is broken or
+/// another program writes into the segment. Reported once per occurrence; the
+/// value is dropped (returning it could free a fragment twice).
+fn corrupt(what: &str) {
+    mca::help::show_help("help-mpi-btl-rsmcuda.txt", "corrupt fifo", true, &[what]);
+}

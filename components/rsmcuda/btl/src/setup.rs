@@ -1,0 +1,230 @@
+//! Who shares the segment, who creates it, and attaching to it.
+//!
+//! At init every rank publishes a [`Contact`] in the modex. In the first add_procs
+//! that lists local peers, the participants are this rank plus every local peer
+//! that published one (a peer that excluded rsmcuda never attaches, so it is not
+//! counted), ordered by their process name; the first creates the segment under the
+//! name from its own contact, the others attach to that name. The last rank to
+//! attach unlinks it, so nothing is left in /dev/shm however the job ends.
+
+use std::time::Duration;
+
+use mca::proc::Proc;
+use mca::verbose;
+use rsmcuda_shm::{AbandonOutcome, LayoutParams, Retry, Segment, SegmentName};
+
+use crate::modex::Contact;
+use crate::params;
+
+/// The help file of this component.
+pub const HELP: &str = "help-mpi-btl-rsmcuda.txt";
+
+/// This process's contact: its pid and the segment name it would create.
+pub fn my_contact(limits: (usize, usize)) -> Result<Contact, String> {
+    let (jobid, _) = split(mca::proc::my_name_hash());
+    let pid = std::process::id();
+    let node = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default();
+    let name =
+        SegmentName::for_job(&format!("{jobid:x}-{pid}"), &node).map_err(|e| e.to_string())?;
+    Ok(Contact {
+        pid,
+        eager: limits.0 as u64,
+        max: limits.1 as u64,
+        segment: name.as_str().to_owned(),
+    })
+}
+
+fn split(hash: u64) -> (u32, u32) {
+    ((hash >> 32) as u32, hash as u32)
+}
+
+/// The outcome of setup: the segment and, by segment rank, each participant's
+/// process name.
+pub struct Joined {
+    pub seg: Segment,
+    pub members: Vec<u64>,
+}
+
+/// Finds the participants among `procs` and creates or attaches the segment.
+/// `None` (after telling the user why, where it is an error) leaves every peer
+/// unreachable through rsmcuda.
+pub fn join(
+    component: *const mca::sys::mca_base_component_t,
+    procs: &[Proc],
+    limits: (usize, usize),
+) -> Option<Joined> {
+    let p = params::get();
+    let stream = crate::stream();
+    let me = mca::proc::my_name_hash();
+    let mut members: Vec<(u64, Contact)> = Vec::new();
+    for proc_ in procs.iter().filter(|p| p.is_local() && !p.is_me()) {
+        // SAFETY: our exported component structure.
+        match unsafe { proc_.modex_recv(component) } {
+            Ok(blob) => match Contact::decode(&blob) {
+                Ok(c) => members.push((proc_.name_hash(), c)),
+                Err(e) => {
+                    let (_, vpid) = proc_.jobid_vpid();
+                    mca::help::show_help(
+                        HELP,
+                        "bad contact",
+                        true,
+                        &[&vpid.to_string(), &e.to_string()],
+                    );
+                }
+            },
+            Err(_) => verbose!(
+                stream,
+                1,
+                "btl:rsmcuda: local rank with vpid {} did not publish a contact (rsmcuda not \
+                 selected there); it is not part of the segment",
+                proc_.jobid_vpid().1
+            ),
+        }
+    }
+    if members.is_empty() {
+        return None;
+    }
+    let mine = my_contact(limits).ok()?;
+    members.push((me, mine.clone()));
+    members.sort_by_key(|(hash, _)| *hash);
+    // Every rank decides from the same contacts: the segment is the leader's and has
+    // its fragment sizes; ranks that differ stay out (and know it themselves).
+    let sizes = (members[0].1.eager, members[0].1.max);
+    if (mine.eager, mine.max) != sizes {
+        mca::help::show_help(
+            HELP,
+            "parameter mismatch",
+            true,
+            &[
+                &members[0].1.segment,
+                &format!(
+                    "the segment has eager fragments of {} bytes and max fragments of {} \
+                     bytes, but this rank's btl_rsmcuda_eager_limit is {} and \
+                     btl_rsmcuda_max_send_size is {}",
+                    sizes.0, sizes.1, mine.eager, mine.max
+                ),
+            ],
+        );
+        return None;
+    }
+    members.retain(|(_, c)| (c.eager, c.max) == sizes);
+    if members.len() < 2 {
+        return None;
+    }
+    let my_rank = members.iter().position(|(h, _)| *h == me)? as u32;
+    let leader = &members[0].1;
+    let name = match SegmentName::new(&leader.segment) {
+        Ok(n) => n,
+        Err(e) => {
+            mca::help::show_help(
+                HELP,
+                "bad contact",
+                true,
+                &[&split(members[0].0).1.to_string(), &e.to_string()],
+            );
+            return None;
+        }
+    };
+    let nranks = members.len() as u32;
+    let timeout = Duration::from_millis(p.attach_timeout_ms.get().max(1) as u64);
+    let result = if my_rank == 0 {
+        let layout = layout_params(nranks, limits);
+        Segment::create(&name, &layout, 0)
+    } else {
+        let retry = Retry {
+            attempts: (timeout.as_millis() / 20).max(1) as u32 + 10,
+            first_sleep: Duration::from_millis(1),
+            max_sleep: Duration::from_millis(20),
+        };
+        Segment::attach(&name, my_rank, &retry)
+    };
+    let seg = match result {
+        Ok(seg) => seg,
+        Err(e) => {
+            let what = if my_rank == 0 { "create" } else { "attach to" };
+            mca::help::show_help(
+                HELP,
+                "segment failed",
+                true,
+                &[what, name.as_str(), &e.to_string()],
+            );
+            return None;
+        }
+    };
+    verbose!(
+        stream,
+        1,
+        "btl:rsmcuda: {} segment {} as local rank {my_rank} of {nranks} ({} bytes)",
+        if seg.is_leader() {
+            "created"
+        } else {
+            "attached to"
+        },
+        name.as_str(),
+        seg.layout().total_size()
+    );
+    if let Some(problem) = mismatch(&seg, limits) {
+        mca::help::show_help(HELP, "parameter mismatch", true, &[name.as_str(), &problem]);
+        let _ = seg.unlink_if_leader_on_failure();
+        return None;
+    }
+    Some(Joined {
+        seg,
+        members: members.into_iter().map(|(h, _)| h).collect(),
+    })
+}
+
+/// The layout this rank would create, from its parameters and ob1's limits.
+fn layout_params(nranks: u32, limits: (usize, usize)) -> LayoutParams {
+    let p = params::get();
+    LayoutParams {
+        nranks,
+        fifo_size: p.fifo_size.get() as u32,
+        eager_size: limits.0 as u32,
+        eager_count: p.eager_frags.get() as u32,
+        max_size: limits.1 as u32,
+        max_count: p.max_frags.get() as u32,
+    }
+}
+
+/// Fragment sizes are part of the segment; a rank whose limits differ from the
+/// creator's would hand ob1 fragments of the wrong size.
+fn mismatch(seg: &Segment, (eager, max): (usize, usize)) -> Option<String> {
+    let have = seg.layout().params();
+    (have.eager_size as usize != eager || have.max_size as usize != max).then(|| {
+        format!(
+            "the segment has eager fragments of {} bytes and max fragments of {} bytes, but \
+             this rank's btl_rsmcuda_eager_limit is {eager} and btl_rsmcuda_max_send_size is \
+             {max}",
+            have.eager_size, have.max_size
+        )
+    })
+}
+
+/// The leader gives up on peers that never attached: unlink now, say who.
+pub fn abandon(seg: &Segment) {
+    match seg.abandon_waiting() {
+        Ok(AbandonOutcome::AllAttached) => {}
+        Ok(AbandonOutcome::Abandoned { attached, missing }) => {
+            let missing: Vec<String> = missing.iter().map(u32::to_string).collect();
+            mca::help::show_help(
+                HELP,
+                "peers never attached",
+                true,
+                &[
+                    seg.name().as_str(),
+                    &attached.to_string(),
+                    &missing.join(", "),
+                ],
+            );
+        }
+        Err(e) => mca::help::show_help(
+            HELP,
+            "segment failed",
+            true,
+            &["unlink", seg.name().as_str(), &e.to_string()],
+        ),
+    }
+}

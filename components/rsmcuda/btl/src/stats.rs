@@ -1,0 +1,99 @@
+//! MPI_T performance variables (`btl_rsmcuda_<name>`), read by tools from these atomics.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use mca::Result;
+use mca::pvars::{self, PvarClass};
+use mca::sys;
+
+pub static SENDS: AtomicU64 = AtomicU64::new(0);
+pub static SENDIS: AtomicU64 = AtomicU64::new(0);
+pub static RECEIVES: AtomicU64 = AtomicU64::new(0);
+pub static FIFO_FULL: AtomicU64 = AtomicU64::new(0);
+pub static PENDING_HWM: AtomicU64 = AtomicU64::new(0);
+pub static SINGLE_COPY_BYTES: AtomicU64 = AtomicU64::new(0);
+pub static SINGLE_COPY_OPS: AtomicU64 = AtomicU64::new(0);
+pub static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
+pub static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
+pub static CACHE_EVICTIONS: AtomicU64 = AtomicU64::new(0);
+
+pub fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Relaxed);
+}
+
+pub fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Relaxed);
+}
+
+const TABLE: &[(&str, &str, PvarClass, &AtomicU64)] = &[
+    (
+        "sends",
+        "Fragments sent with btl_send",
+        PvarClass::Counter,
+        &SENDS,
+    ),
+    (
+        "sendis",
+        "Fragments sent with the immediate-send fast path",
+        PvarClass::Counter,
+        &SENDIS,
+    ),
+    (
+        "receives",
+        "Fragments delivered to the upper layer",
+        PvarClass::Counter,
+        &RECEIVES,
+    ),
+    (
+        "fifo_full",
+        "Pushes refused by a full FIFO (the value waited on a pending list)",
+        PvarClass::Counter,
+        &FIFO_FULL,
+    ),
+    (
+        "pending_high_water",
+        "Most values waiting on one peer's pending list",
+        PvarClass::HighWatermark,
+        &PENDING_HWM,
+    ),
+    (
+        "single_copy_bytes",
+        "Bytes moved by single copy (CMA get)",
+        PvarClass::Counter,
+        &SINGLE_COPY_BYTES,
+    ),
+    (
+        "single_copy_ops",
+        "Single-copy (CMA get) operations",
+        PvarClass::Counter,
+        &SINGLE_COPY_OPS,
+    ),
+    (
+        "cuda_ipc_cache_hits",
+        "Remote device buffers found mapped in the IPC handle cache",
+        PvarClass::Counter,
+        &CACHE_HITS,
+    ),
+    (
+        "cuda_ipc_cache_misses",
+        "Remote device buffers that had to be opened (cuIpcOpenMemHandle)",
+        PvarClass::Counter,
+        &CACHE_MISSES,
+    ),
+    (
+        "cuda_ipc_cache_evictions",
+        "IPC mappings closed to make room or because the peer's handle changed",
+        PvarClass::Counter,
+        &CACHE_EVICTIONS,
+    ),
+];
+
+/// Registers every counter with the MPI_T interface.
+pub fn register(component: *const sys::mca_base_component_t) -> Result<()> {
+    for (name, help, class, counter) in TABLE {
+        // SAFETY: `component` is our exported structure (the caller passes
+        // Exported::raw()); the counters are statics.
+        unsafe { pvars::register(component, name, help, *class, counter)? };
+    }
+    Ok(())
+}

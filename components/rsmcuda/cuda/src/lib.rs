@@ -1,0 +1,245 @@
+//! The receive side of a device-memory get (what `btl_get` does for a GPU buffer
+//! once the IPC handshake enabled it): find or open the peer's allocation in the
+//! core's [`RemoteCache`], queue an asynchronous copy on a dedicated stream, record
+//! an event from the core's [`EventRing`], and report completions in issue order
+//! from progress, releasing each mapping when its copy is done.
+//!
+//! Everything the driver does goes through the [`Gpu`] trait: [`cuda::Driver`]
+//! implements it (the real path, loaded at run time), and the tests use a fake, since
+//! this host has no GPU. The only `unsafe` is the asynchronous copy between raw
+//! device addresses, whose contract the BTL (the caller of [`DeviceGets::start`])
+//! upholds.
+
+use std::fmt;
+
+use rsmcuda_core::cache::{
+    CacheConfig, CacheError, CacheStats, IpcDriver, IpcHandle, MappingId, OpenError, PeerId,
+    RemoteCache,
+};
+use rsmcuda_core::copy::{Completion, EventQuery, EventRing, OutOfResource};
+
+/// The driver operations the get path needs.
+pub trait Gpu {
+    type Event;
+    type Stream;
+    fn ipc_open(&self, handle: &IpcHandle) -> Result<u64, OpenError>;
+    fn ipc_close(&self, mapped: u64);
+    fn stream_create(&self) -> Result<Self::Stream, i32>;
+    fn event_create(&self) -> Result<Self::Event, i32>;
+    /// Queues a copy of `bytes` from `src` to `dst` on `stream`.
+    ///
+    /// # Safety
+    /// Both ranges must be valid device (or unified) addresses for `bytes` until the
+    /// copy completes, and `dst` must not be used by anyone else meanwhile.
+    unsafe fn copy_async(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: &Self::Stream,
+    ) -> Result<(), i32>;
+    fn record(&self, event: &Self::Event, stream: &Self::Stream) -> Result<(), i32>;
+    fn query(&self, event: &Self::Event) -> Result<bool, i32>;
+}
+
+impl Gpu for cuda::Driver {
+    type Event = cuda::Event;
+    type Stream = cuda::Stream;
+    fn ipc_open(&self, handle: &IpcHandle) -> Result<u64, OpenError> {
+        self.ipc_open(&cuda::IpcMemHandle(handle.0))
+            .map_err(|e| match e.code {
+                cuda::ERROR_ALREADY_MAPPED => OpenError::AlreadyMapped,
+                code => OpenError::Other(code),
+            })
+    }
+    fn ipc_close(&self, mapped: u64) {
+        // The cache forgets the mapping either way; a failed close only leaks a
+        // mapping the driver drops at exit.
+        let _ = cuda::Driver::ipc_close(self, mapped);
+    }
+    fn stream_create(&self) -> Result<cuda::Stream, i32> {
+        cuda::Driver::stream_create(self).map_err(|e| e.code)
+    }
+    fn event_create(&self) -> Result<cuda::Event, i32> {
+        cuda::Driver::event_create(self).map_err(|e| e.code)
+    }
+    unsafe fn copy_async(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        stream: &cuda::Stream,
+    ) -> Result<(), i32> {
+        // SAFETY: forwarded contract (see the trait).
+        unsafe { self.memcpy_async(dst, src, bytes, stream) }.map_err(|e| e.code)
+    }
+    fn record(&self, event: &cuda::Event, stream: &cuda::Stream) -> Result<(), i32> {
+        self.event_record(event, stream).map_err(|e| e.code)
+    }
+    fn query(&self, event: &cuda::Event) -> Result<bool, i32> {
+        self.event_query(event).map_err(|e| e.code)
+    }
+}
+
+/// The core's IpcDriver over any [`Gpu`].
+struct Opener<'g, G: Gpu>(&'g G);
+
+impl<G: Gpu> IpcDriver for Opener<'_, G> {
+    fn open_handle(&mut self, handle: &IpcHandle) -> Result<u64, OpenError> {
+        self.0.ipc_open(handle)
+    }
+    fn close_handle(&mut self, mapped: u64) {
+        self.0.ipc_close(mapped);
+    }
+}
+
+/// The core's EventQuery over any [`Gpu`].
+struct Querier<'g, G: Gpu>(&'g G);
+
+impl<G: Gpu> EventQuery<G::Event> for Querier<'_, G> {
+    type Error = i32;
+    fn query(&mut self, event: &G::Event) -> Result<bool, i32> {
+        self.0.query(event)
+    }
+}
+
+/// A peer's registration as its `btl_register_mem` produced it (the 64-byte handle
+/// and the whole allocation containing the buffer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteRegion {
+    pub handle: IpcHandle,
+    pub base: u64,
+    pub size: u64,
+}
+
+/// Why a get could not be started.
+#[derive(Debug, PartialEq, Eq)]
+pub enum GetError {
+    /// Every event is in flight: retry after progress (OPAL_ERR_OUT_OF_RESOURCE).
+    Busy,
+    /// The remote range is not inside the registered allocation.
+    OutOfRange,
+    /// The mapping could not be opened.
+    Cache(CacheError),
+    /// A driver call failed (CUresult).
+    Driver(i32),
+}
+
+impl fmt::Display for GetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Busy => OutOfResource.fmt(f),
+            Self::OutOfRange => f.write_str("remote range outside the registered allocation"),
+            Self::Cache(e) => e.fmt(f),
+            Self::Driver(code) => write!(f, "CUDA driver call failed with CUresult {code}"),
+        }
+    }
+}
+
+/// A finished get, oldest first.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Done<T> {
+    Ok(T),
+    Failed(T, i32),
+}
+
+/// Device gets in flight for one BTL module (all peers).
+pub struct DeviceGets<'g, G: Gpu, T> {
+    gpu: &'g G,
+    cache: RemoteCache<Opener<'g, G>>,
+    ring: EventRing<G::Event, (MappingId, T)>,
+    stream: G::Stream,
+}
+
+impl<'g, G: Gpu, T> DeviceGets<'g, G, T> {
+    /// A stream and `events` events from the driver.
+    pub fn new(gpu: &'g G, cache: CacheConfig, events: usize) -> Result<Self, i32> {
+        let stream = gpu.stream_create()?;
+        let events = (0..events.max(1))
+            .map(|_| gpu.event_create())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(DeviceGets {
+            gpu,
+            cache: RemoteCache::new(Opener(gpu), cache),
+            ring: EventRing::new(events),
+            stream,
+        })
+    }
+
+    /// Starts copying `len` bytes at the peer's `remote_addr` (inside `region`) to
+    /// local device memory `dst`; `token` comes back from [`poll`](Self::poll).
+    /// Returns whether the mapping was a cache hit.
+    ///
+    /// # Safety
+    /// `dst` must be valid device memory for `len` bytes, untouched until the token
+    /// comes back.
+    pub unsafe fn start(
+        &mut self,
+        peer: PeerId,
+        region: &RemoteRegion,
+        remote_addr: u64,
+        dst: u64,
+        len: usize,
+        token: T,
+    ) -> Result<bool, GetError> {
+        let offset = remote_addr
+            .checked_sub(region.base)
+            .filter(|o| {
+                o.checked_add(len as u64)
+                    .is_some_and(|end| end <= region.size)
+            })
+            .ok_or(GetError::OutOfRange)?;
+        let slot = self.ring.reserve().map_err(|_| GetError::Busy)?;
+        let mapping = self
+            .cache
+            .lookup(peer, region.base, region.size, &region.handle)
+            .map_err(GetError::Cache)?;
+        let issued = (|| {
+            // SAFETY: the source lies inside the peer's allocation, mapped (and kept
+            // mapped by our reference) until the completion; `dst` is the caller's
+            // contract.
+            unsafe {
+                self.gpu
+                    .copy_async(dst, mapping.mapped_base + offset, len, &self.stream)?
+            };
+            self.gpu.record(slot.event(), &self.stream)
+        })();
+        match issued {
+            Ok(()) => {
+                slot.commit((mapping.id, token));
+                Ok(mapping.hit)
+            }
+            Err(code) => {
+                let _ = self.cache.release(mapping.id);
+                Err(GetError::Driver(code))
+            }
+        }
+    }
+
+    /// The oldest get, if its copy has finished; its mapping is released.
+    pub fn poll(&mut self) -> Option<Done<T>> {
+        let completion = self.ring.poll(&mut Querier(self.gpu))?;
+        let ((id, token), failure) = match completion {
+            Completion::Done(t) => (t, None),
+            Completion::Failed(t, code) => (t, Some(code)),
+        };
+        let _ = self.cache.release(id);
+        Some(match failure {
+            None => Done::Ok(token),
+            Some(code) => Done::Failed(token, code),
+        })
+    }
+
+    /// Gets started and not yet reported.
+    pub fn in_flight(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// Cache counters (hits, misses, evictions, ...).
+    pub fn stats(&self) -> &CacheStats {
+        self.cache.stats()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,94 @@
+//! Native Linux UDP: two non-blocking sockets, batched `sendmmsg`/`recvmmsg`.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+
+use rusnic_core::Channel;
+
+use super::{Backend, index};
+use crate::raw::{self, RecvSlots};
+
+pub struct UdpBackend {
+    sockets: [UdpSocket; 2],
+    slots: [RecvSlots; 2],
+    mtu: usize,
+}
+
+fn bind_one(port: u16) -> io::Result<UdpSocket> {
+    let s = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))?;
+    s.set_nonblocking(true)?;
+    Ok(s)
+}
+
+/// Binds the two channel sockets: ephemeral ports when `range` is None, else the first
+/// two free ports of the range (several processes per node share it).
+fn bind_pair(range: Option<(u16, u16)>) -> io::Result<[UdpSocket; 2]> {
+    let Some((lo, hi)) = range else {
+        return Ok([bind_one(0)?, bind_one(0)?]);
+    };
+    let mut got = Vec::with_capacity(2);
+    for port in lo..=hi {
+        match bind_one(port) {
+            Ok(s) => got.push(s),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
+            Err(e) => return Err(e),
+        }
+        if got.len() == 2 {
+            let data = got.pop().expect("two sockets");
+            let prio = got.pop().expect("two sockets");
+            return Ok([prio, data]);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AddrInUse,
+        format!("fewer than two free UDP ports in {lo}-{hi}"),
+    ))
+}
+
+impl UdpBackend {
+    /// `mtu_priority`/`mtu_data`: largest datagrams; `buffer`: kernel socket buffer bytes.
+    pub fn open(
+        range: Option<(u16, u16)>,
+        mtu_priority: usize,
+        mtu_data: usize,
+        buffer: usize,
+        batch: usize,
+    ) -> io::Result<UdpBackend> {
+        let sockets = bind_pair(range)?;
+        for s in &sockets {
+            raw::size_buffers(s.as_raw_fd(), buffer);
+        }
+        // One spare byte per slot: an oversized datagram then arrives longer than the
+        // channel MTU and the core rejects it as malformed instead of a CRC error.
+        Ok(UdpBackend {
+            sockets,
+            slots: [
+                RecvSlots::new(batch, mtu_priority + 1),
+                RecvSlots::new(batch, mtu_data + 1),
+            ],
+            mtu: mtu_data,
+        })
+    }
+}
+
+impl Backend for UdpBackend {
+    fn ports(&self) -> [u16; 2] {
+        let port = |s: &UdpSocket| s.local_addr().map_or(0, |a| a.port());
+        [port(&self.sockets[0]), port(&self.sockets[1])]
+    }
+
+    fn max_datagram(&self) -> usize {
+        self.mtu
+    }
+
+    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, &[u8])]) -> usize {
+        raw::send_batch(self.sockets[index(channel)].as_raw_fd(), batch)
+    }
+
+    fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize {
+        let i = index(channel);
+        let fd = self.sockets[i].as_raw_fd();
+        self.slots[i].receive(fd, &mut |_, bytes| f(bytes))
+    }
+}

@@ -1,0 +1,274 @@
+//! The protocol core wired to a datagram backend: datagrams in, timers, datagrams out,
+//! events collected for the BTL to hand to ob1. Everything here runs under the
+//! module's engine lock and never calls into ob1.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddrV4;
+
+use rusnic_core::fault::{FaultConfig, FaultInjector};
+use rusnic_core::{Channel, Config, ConfigError, Endpoint, Event, Instant, SendError, Stats};
+
+use crate::backend::{Backend, index};
+
+/// Datagrams taken from the core per transmit pass before they go to the backend.
+const TX_BATCH: usize = 128;
+
+pub struct Engine {
+    local_id: u64,
+    /// Created at the first add_procs, when ob1's effective fragment limits are known.
+    core: Option<Endpoint>,
+    backend: Box<dyn Backend>,
+    /// Each peer's priority and data channel addresses.
+    addrs: HashMap<u64, [SocketAddrV4; 2]>,
+    /// Datagrams the backend could not take yet (full socket buffer), per channel.
+    backlog: [VecDeque<(SocketAddrV4, Vec<u8>)>; 2],
+    /// Fragments the core refused as busy: kept here so a send never fails.
+    overflow: VecDeque<(u64, u8, Vec<u8>)>,
+    /// Seeded in-process fault injection, when enabled.
+    fault_cfg: Option<(u64, FaultConfig)>,
+    /// One injector per (peer, channel) so a held-back datagram keeps its destination.
+    faults: HashMap<(u64, usize), FaultInjector>,
+    next_id: u64,
+    /// Counters of connections already torn down (del_procs runs before finalize).
+    retired: Stats,
+    scratch: Vec<Vec<u8>>,
+}
+
+impl Engine {
+    pub fn new(
+        local_id: u64,
+        backend: Box<dyn Backend>,
+        faults: Option<(u64, FaultConfig)>,
+    ) -> Self {
+        Engine {
+            local_id,
+            core: None,
+            backend,
+            addrs: HashMap::new(),
+            backlog: [VecDeque::new(), VecDeque::new()],
+            overflow: VecDeque::new(),
+            fault_cfg: faults,
+            faults: HashMap::new(),
+            next_id: 1,
+            retired: Stats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Creates the core on first use; later calls keep the first configuration.
+    pub fn configure(&mut self, cfg: Config) -> Result<(), ConfigError> {
+        if self.core.is_none() {
+            self.core = Some(Endpoint::new(cfg, self.local_id)?);
+        }
+        Ok(())
+    }
+
+    pub fn config_mtu(&self) -> usize {
+        self.backend.max_datagram()
+    }
+
+    pub fn has_peer(&self, peer: u64) -> bool {
+        self.addrs.contains_key(&peer)
+    }
+
+    pub fn add_peer(&mut self, peer: u64, local_isn: u16, peer_isn: u16, addrs: [SocketAddrV4; 2]) {
+        if let Some(core) = self.core.as_mut() {
+            core.add_peer(peer, local_isn, peer_isn);
+            self.addrs.insert(peer, addrs);
+        }
+    }
+
+    pub fn remove_peer(&mut self, peer: u64) {
+        if let Some(conn) = self.core.as_mut().and_then(|c| c.remove_peer(peer)) {
+            self.retired.accumulate(conn.stats());
+        }
+        self.addrs.remove(&peer);
+        self.faults.retain(|(p, _), _| *p != peer);
+        self.overflow.retain(|(p, _, _)| *p != peer);
+    }
+
+    /// Queues a fragment; never fails for lack of resources.
+    pub fn send(&mut self, peer: u64, tag: u8, data: &[u8]) -> Result<(), SendError> {
+        let core = self.core.as_mut().ok_or(SendError::UnknownPeer)?;
+        let id = self.next_id;
+        self.next_id += 1;
+        if !self.overflow.is_empty() {
+            // Keep per-peer order behind fragments already waiting here.
+            if self.overflow.iter().any(|(p, _, _)| *p == peer) {
+                self.overflow.push_back((peer, tag, data.to_vec()));
+                return Ok(());
+            }
+        }
+        match core.send(peer, id, tag, data) {
+            Err(SendError::Busy) => {
+                self.overflow.push_back((peer, tag, data.to_vec()));
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// Whether the core would refuse this fragment right now (sendi's fast check).
+    pub fn would_queue_outside_core(&self, peer: u64) -> bool {
+        self.overflow.iter().any(|(p, _, _)| *p == peer)
+    }
+
+    /// Reads what arrived, priority channel first (ACKs free window and credits).
+    pub fn pump_rx(&mut self, now: Instant, budget_rounds: usize) -> usize {
+        let Some(core) = self.core.as_mut() else {
+            // Nobody to talk to yet: drain so the kernel buffer cannot fill with stale data.
+            let mut n = 0;
+            for ch in Channel::ALL {
+                n += self.backend.recv(ch, &mut |_| {});
+            }
+            return n;
+        };
+        let mut total = 0;
+        for _ in 0..budget_rounds.max(1) {
+            let mut got = 0;
+            for ch in Channel::ALL {
+                got += self
+                    .backend
+                    .recv(ch, &mut |bytes| core.handle_datagram(now, ch, None, bytes));
+            }
+            total += got;
+            if got == 0 {
+                break;
+            }
+        }
+        total
+    }
+
+    /// Sends delayed ACKs now (see `Connection::flush_delayed_ack`).
+    pub fn flush_delayed_acks(&mut self) {
+        if let Some(core) = self.core.as_mut() {
+            core.flush_delayed_acks();
+        }
+    }
+
+    pub fn pump_timers(&mut self, now: Instant) {
+        if let Some(core) = self.core.as_mut()
+            && core.next_timeout().is_some_and(|t| t <= now)
+        {
+            core.handle_timeout(now);
+        }
+    }
+
+    fn flush_backlog(&mut self) -> bool {
+        for ch in Channel::ALL {
+            let q = &mut self.backlog[index(ch)];
+            if q.is_empty() {
+                continue;
+            }
+            let batch: Vec<(SocketAddrV4, &[u8])> =
+                q.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+            let sent = self.backend.send(ch, &batch);
+            q.drain(..sent);
+        }
+        self.backlog.iter().all(VecDeque::is_empty)
+    }
+
+    /// Moves refused fragments into the core, then datagrams from the core to the
+    /// backend until the core has nothing more or the backend is full.
+    pub fn pump_tx(&mut self, now: Instant) -> usize {
+        let Some(core) = self.core.as_mut() else {
+            return 0;
+        };
+        while let Some((peer, tag, data)) = self.overflow.front() {
+            let id = self.next_id;
+            match core.send(*peer, id, *tag, data) {
+                Err(SendError::Busy) => break,
+                _ => {
+                    self.next_id += 1;
+                    self.overflow.pop_front();
+                }
+            }
+        }
+        if !self.flush_backlog() {
+            return 0;
+        }
+        let mut total = 0;
+        loop {
+            let mut out: [Vec<(SocketAddrV4, Vec<u8>)>; 2] = [Vec::new(), Vec::new()];
+            let core = self.core.as_mut().expect("checked above");
+            let mut n = 0;
+            while n < TX_BATCH {
+                let Some((peer, t)) = core.poll_transmit(now) else {
+                    break;
+                };
+                n += 1;
+                let Some(dst) = self.addrs.get(&peer).map(|a| a[index(t.channel)]) else {
+                    continue;
+                };
+                let lane = &mut out[index(t.channel)];
+                match &self.fault_cfg {
+                    Some((seed, cfg)) => {
+                        let ch = index(t.channel);
+                        let f = self.faults.entry((peer, ch)).or_insert_with(|| {
+                            FaultInjector::new(seed ^ peer.rotate_left(7) ^ ch as u64, cfg.clone())
+                        });
+                        self.scratch.clear();
+                        f.process(t.bytes, &mut self.scratch);
+                        lane.extend(self.scratch.drain(..).map(|b| (dst, b)));
+                    }
+                    None => lane.push((dst, t.bytes)),
+                }
+            }
+            if n < TX_BATCH {
+                // Idle: release held-back datagrams rather than delay them indefinitely.
+                for (&(peer, ch), f) in self.faults.iter_mut() {
+                    if let Some(dst) = self.addrs.get(&peer).map(|a| a[ch]) {
+                        self.scratch.clear();
+                        f.flush(&mut self.scratch);
+                        out[ch].extend(self.scratch.drain(..).map(|b| (dst, b)));
+                    }
+                }
+            }
+            for ch in Channel::ALL {
+                let lane = std::mem::take(&mut out[index(ch)]);
+                if lane.is_empty() {
+                    continue;
+                }
+                let batch: Vec<(SocketAddrV4, &[u8])> =
+                    lane.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+                let sent = self.backend.send(ch, &batch);
+                total += sent;
+                self.backlog[index(ch)].extend(lane.into_iter().skip(sent));
+            }
+            if n < TX_BATCH || !self.backlog.iter().all(VecDeque::is_empty) {
+                break;
+            }
+        }
+        total
+    }
+
+    pub fn drain_events(&mut self, out: &mut Vec<(u64, Event)>) {
+        if let Some(core) = self.core.as_mut() {
+            while let Some(e) = core.poll_event() {
+                out.push(e);
+            }
+        }
+    }
+
+    pub fn repost(&mut self, peer: u64, n: u32) {
+        if let Some(core) = self.core.as_mut() {
+            core.repost_rx_buffers(peer, n);
+        }
+    }
+
+    /// Nothing queued, unsent or unacknowledged to any peer (or only to failed ones).
+    pub fn idle(&self) -> bool {
+        self.overflow.is_empty()
+            && self.backlog.iter().all(VecDeque::is_empty)
+            && self
+                .core
+                .as_ref()
+                .is_none_or(|c| c.peers().all(|p| p.is_failed() || p.is_idle()))
+    }
+
+    pub fn stats(&self) -> Stats {
+        let mut s = self.core.as_ref().map(Endpoint::stats).unwrap_or_default();
+        s.accumulate(&self.retired);
+        s
+    }
+}

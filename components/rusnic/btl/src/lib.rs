@@ -1,0 +1,217 @@
+//! `rusnic`: the usNIC-style BTL. Reliability, ordering and flow control come from the
+//! sans-IO `rusnic-core`; this crate is the glue: MCA parameters, the datagram backends
+//! (native UDP sockets or libfabric FI_EP_DGRAM), the clock, the modex and ob1's calls.
+//!
+//! Selected with `--mca pml ob1 --mca btl self,rusnic`.
+
+mod backend;
+mod engine;
+mod help;
+mod iface;
+mod modex;
+mod module;
+mod params;
+mod raw;
+mod raw_ob1;
+mod stats;
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
+
+use mca::btl::{BtlComponent, BtlDefaults};
+use mca::output::Stream;
+use mca::params::Registrar;
+use mca::{Result, sys, verbose};
+
+use crate::backend::{Backend, OfiBackend, UdpBackend};
+use crate::engine::Engine;
+use crate::modex::Contact;
+use crate::module::Rusnic;
+use crate::params::BackendKind;
+
+static STREAM: OnceLock<Stream> = OnceLock::new();
+
+fn stream() -> Stream {
+    *STREAM.get_or_init(|| Stream::open(params::get().verbose.get()))
+}
+
+struct Component;
+
+mca::declare_btl_component!(mca_btl_rusnic_component, "rusnic", Component);
+
+fn component_raw() -> *const sys::mca_base_component_t {
+    <Component as mca::component::Exported>::raw()
+}
+
+impl mca::component::Component for Component {
+    fn register(reg: &mut Registrar) -> Result<()> {
+        params::register(reg);
+        stats::register(component_raw())
+    }
+}
+
+/// A random 16-bit initial sequence number (std's per-process random hash keys).
+fn random_isn() -> u16 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.finish() as u16
+}
+
+impl BtlComponent for Component {
+    type Module = Rusnic;
+
+    fn defaults() -> BtlDefaults {
+        BtlDefaults {
+            eager_limit: params::DEFAULT_EAGER,
+            rndv_eager_limit: params::DEFAULT_EAGER,
+            max_send_size: params::DEFAULT_MAX_SEND,
+            exclusivity: sys::MCA_BTL_EXCLUSIVITY_DEFAULT,
+            latency: 2,
+            bandwidth: 10_000,
+            flags: sys::MCA_BTL_FLAGS_SEND
+                | sys::MCA_BTL_FLAGS_SEND_INPLACE
+                | sys::MCA_BTL_FLAGS_SINGLE_ADD_PROCS,
+            put_limit: 0,
+            get_limit: 0,
+            rdma_pipeline_send_length: params::DEFAULT_MAX_SEND,
+            rdma_pipeline_frag_size: params::DEFAULT_MAX_SEND,
+            min_rdma_pipeline_size: usize::MAX,
+        }
+    }
+
+    fn init(_progress_threads: bool, _mpi_threads: bool) -> Result<Vec<Rusnic>> {
+        if let Some(f) = raw::hardware_crc32c() {
+            // Every datagram is checksummed twice (send, receive): the instruction is
+            // several times faster than the core's portable tables.
+            rusnic_core::crc::install_accelerator(f);
+        }
+        let p = params::get();
+        let local_id = mca::proc::my_name_hash();
+        let isn = random_isn();
+        let kind = p.backend_kind();
+        let mut contact = Contact {
+            backend: kind as u8,
+            isn,
+            mtu_priority: 0,
+            mtu_data: 0,
+            max_fragment_size: 0,
+            ports: [0, 0],
+            addrs: Vec::new(),
+        };
+        let made = open_module(local_id, &mut contact);
+        // Always publish, even without a module: peers then see "no contact" at once
+        // instead of waiting for a key that never comes.
+        // SAFETY: our exported component structure.
+        unsafe { mca::proc::modex_send(component_raw(), &contact.encode())? };
+        Ok(made.into_iter().collect())
+    }
+
+    fn progress() -> usize {
+        raw_ob1::with_module(Rusnic::progress).unwrap_or(0)
+    }
+}
+
+/// Opens the backend on the selected interfaces and fills in our contact; None (after
+/// saying why) when this process cannot use the component.
+fn open_module(local_id: u64, contact: &mut Contact) -> Option<Rusnic> {
+    let p = params::get();
+    let all = match raw::interfaces() {
+        Ok(a) => a,
+        Err(e) => {
+            help::show("no interfaces", &[&format!("getifaddrs failed: {e}")]);
+            return None;
+        }
+    };
+    let parse = |s: Option<String>| iface::parse_list(&s.unwrap_or_default()).unwrap_or_default();
+    let mut selected = iface::select(&all, &parse(p.if_include.get()), &parse(p.if_exclude.get()));
+    if selected.is_empty() {
+        let have: Vec<String> = all
+            .iter()
+            .map(|a| format!("{} {}/{}", a.name, a.addr, a.prefix))
+            .collect();
+        help::show(
+            "no interfaces",
+            &[&format!(
+                "no IPv4 interface is up and selected by btl_rusnic_if_include/if_exclude \
+                 (this host has: {})",
+                have.join(", ")
+            )],
+        );
+        return None;
+    }
+    let range = match (p.port_min.get(), p.port_max.get()) {
+        (0, _) => None,
+        (lo, hi) => Some((lo as u16, hi as u16)),
+    };
+    let cfg = match p.core_config(params::DEFAULT_MAX_SEND) {
+        Ok(c) => c,
+        Err(e) => {
+            help::show_invalid(&e);
+            return None;
+        }
+    };
+    let backend: Box<dyn Backend> = match p.backend_kind() {
+        BackendKind::UdpNative => match UdpBackend::open(
+            range,
+            usize::from(cfg.mtu_priority),
+            usize::from(cfg.mtu_data),
+            p.socket_buffer.get(),
+            p.recv_batch.get() as usize,
+        ) {
+            Ok(b) => Box::new(b),
+            Err(e) => {
+                help::show("no ports", &[&format!("{range:?}"), &e.to_string()]);
+                return None;
+            }
+        },
+        BackendKind::Ofi => {
+            // A datagram endpoint is bound to one address: prefer a real network over
+            // loopback so peers on other hosts can reach it.
+            let chosen = selected
+                .iter()
+                .find(|a| !a.addr.is_loopback())
+                .or_else(|| selected.first())
+                .cloned()
+                .expect("selected is not empty");
+            let provider = p.ofi_provider.get().unwrap_or_else(|| "udp".into());
+            match OfiBackend::open(
+                &provider,
+                chosen.addr,
+                range,
+                usize::from(cfg.mtu_priority),
+                usize::from(cfg.mtu_data),
+                p.effective_credits() as usize * 4,
+            ) {
+                Ok(b) => {
+                    selected = vec![chosen];
+                    Box::new(b)
+                }
+                Err(e) => {
+                    help::show("no ports", &[&format!("{range:?}"), &e.to_string()]);
+                    return None;
+                }
+            }
+        }
+    };
+    let mtu = backend.max_datagram();
+    contact.mtu_priority = cfg.mtu_priority;
+    contact.mtu_data = u16::try_from(mtu).unwrap_or(u16::MAX);
+    let (eager, max_send) = mca::btl::effective_limits::<Component>()
+        .unwrap_or((params::DEFAULT_EAGER, params::DEFAULT_MAX_SEND));
+    contact.max_fragment_size = u32::try_from(eager.max(max_send)).unwrap_or(u32::MAX);
+    contact.ports = backend.ports();
+    contact.addrs = selected.iter().map(|a| (a.addr, a.prefix)).collect();
+    verbose!(
+        stream(),
+        10,
+        "btl:rusnic: ports {:?} on {:?}, mtu {mtu}",
+        contact.ports,
+        contact.addrs
+    );
+    let faults = p.fault_config().map(|f| {
+        let seed = (p.fault_seed.get() as u64) ^ local_id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (seed, f)
+    });
+    let engine = Engine::new(local_id, backend, faults);
+    Some(Rusnic::new(engine, selected, contact.clone(), local_id))
+}

@@ -1,0 +1,102 @@
+//! What each process publishes for its peers: where its two channels listen and the
+//! protocol settings both ends must agree on.
+
+use std::net::Ipv4Addr;
+
+const VERSION: u8 = 1;
+
+/// The modex blob (little-endian, versioned).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Contact {
+    /// Which backend the publisher runs (both ends must speak the same one).
+    pub backend: u8,
+    /// Initial sequence number of the publisher's send direction.
+    pub isn: u16,
+    pub mtu_priority: u16,
+    pub mtu_data: u16,
+    pub max_fragment_size: u32,
+    /// UDP ports of the priority and data channels.
+    pub ports: [u16; 2],
+    /// Usable IPv4 addresses with their prefix lengths.
+    pub addrs: Vec<(Ipv4Addr, u8)>,
+}
+
+impl Contact {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![VERSION, self.backend];
+        b.extend_from_slice(&self.isn.to_le_bytes());
+        b.extend_from_slice(&self.mtu_priority.to_le_bytes());
+        b.extend_from_slice(&self.mtu_data.to_le_bytes());
+        b.extend_from_slice(&self.max_fragment_size.to_le_bytes());
+        b.extend_from_slice(&self.ports[0].to_le_bytes());
+        b.extend_from_slice(&self.ports[1].to_le_bytes());
+        let n = self.addrs.len().min(255);
+        b.push(n as u8);
+        for (ip, prefix) in &self.addrs[..n] {
+            b.extend_from_slice(&ip.octets());
+            b.push(*prefix);
+        }
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Contact, String> {
+        const FIXED: usize = 17;
+        if b.len() < FIXED {
+            return Err(format!("contact blob of {} bytes is truncated", b.len()));
+        }
+        if b[0] != VERSION {
+            return Err(format!(
+                "contact blob version {} (this build speaks {VERSION})",
+                b[0]
+            ));
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let n = usize::from(b[16]);
+        if b.len() != FIXED + 5 * n {
+            return Err(format!(
+                "contact blob of {} bytes does not hold {n} addresses",
+                b.len()
+            ));
+        }
+        let addrs = (0..n)
+            .map(|i| {
+                let o = FIXED + 5 * i;
+                (Ipv4Addr::new(b[o], b[o + 1], b[o + 2], b[o + 3]), b[o + 4])
+            })
+            .collect();
+        Ok(Contact {
+            backend: b[1],
+            isn: u16_at(2),
+            mtu_priority: u16_at(4),
+            mtu_data: u16_at(6),
+            max_fragment_size: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
+            ports: [u16_at(12), u16_at(14)],
+            addrs,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_rejections() {
+        let c = Contact {
+            backend: 1,
+            isn: 65530,
+            mtu_priority: 832,
+            mtu_data: 9000,
+            max_fragment_size: 262_144,
+            ports: [31100, 31101],
+            addrs: vec![(Ipv4Addr::LOCALHOST, 8), (Ipv4Addr::new(10, 77, 0, 2), 24)],
+        };
+        let b = c.encode();
+        assert_eq!(Contact::decode(&b).unwrap(), c);
+        assert!(Contact::decode(&b[..b.len() - 1]).is_err());
+        assert!(Contact::decode(&b[..5]).is_err());
+        let mut v = b.clone();
+        v[0] = 9;
+        assert!(Contact::decode(&v).unwrap_err().contains("version"));
+    }
+}

@@ -1,0 +1,472 @@
+//! The BTL module: ob1's calls mapped onto the engine.
+//!
+//! Sends copy the fragment into the core (it keeps its own copy until acknowledged), so
+//! a descriptor is complete as soon as the core accepted it: `send` returns 1 when the
+//! contract allows (BTL-owned, no ALWAYS_CALLBACK), otherwise the callback runs from
+//! the next progress call. Deliveries and callbacks never run under the engine lock,
+//! because ob1 sends again from inside them.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddrV4;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use mca::btl::{Btl, BtlModule, Descriptor, SendStatus, SendiRefused};
+use mca::convertor::Convertor;
+use mca::proc::Proc;
+use mca::{Error, Result, sys, verbose};
+use rusnic_core::{Event, Instant, SendError};
+
+use crate::engine::Engine;
+use crate::iface;
+use crate::modex::Contact;
+use crate::params;
+use crate::raw::IfAddr;
+use crate::raw_ob1::{self, new_frag};
+use crate::{help, stats, stream};
+
+/// What ob1 holds per reachable peer.
+pub struct PeerEndpoint {
+    id: u64,
+}
+
+pub struct Rusnic {
+    engine: Mutex<Engine>,
+    /// Held by the one thread running progress; others skip instead of waiting.
+    progress: Mutex<()>,
+    /// Descriptors whose callback is due (endpoint address, descriptor).
+    completions: Mutex<VecDeque<(usize, Descriptor)>>,
+    peers: Mutex<HashMap<u64, Proc>>,
+    isn: u16,
+    rank: u32,
+    ifaddrs: Vec<IfAddr>,
+    contact: Contact,
+    epoch: std::time::Instant,
+    /// When counters were last published and the stats line last printed.
+    last_stats: Mutex<(u64, u64)>,
+}
+
+impl Rusnic {
+    pub fn new(engine: Engine, ifaddrs: Vec<IfAddr>, contact: Contact, local_id: u64) -> Rusnic {
+        Rusnic {
+            engine: Mutex::new(engine),
+            progress: Mutex::new(()),
+            completions: Mutex::new(VecDeque::new()),
+            peers: Mutex::new(HashMap::new()),
+            isn: contact.isn,
+            rank: local_id as u32,
+            ifaddrs,
+            contact,
+            epoch: std::time::Instant::now(),
+            last_stats: Mutex::new((0, 0)),
+        }
+    }
+
+    fn now(&self) -> Instant {
+        Instant(self.epoch.elapsed().as_nanos() as u64)
+    }
+
+    fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Component progress: datagrams in, timers, datagrams out, then deliveries and
+    /// completions outside the lock. Returns the number of events handled.
+    pub fn progress(btl: &Btl<Rusnic>) -> usize {
+        let this: &Rusnic = btl;
+        // A panic inside a delivery poisons the lock; progress must go on regardless
+        // (the guard already reported the panic), or every later wait would hang.
+        let _running = match this.progress.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return 0,
+        };
+        let mut handled = this.run_completions(btl);
+        let mut events = Vec::new();
+        let now = this.now();
+        let received;
+        {
+            let mut eng = this.engine();
+            received = eng.pump_rx(now, 4);
+            handled += received;
+            eng.pump_timers(now);
+            eng.pump_tx(now);
+            eng.drain_events(&mut events);
+        }
+        handled += events.len();
+        let mut reposts: HashMap<u64, u32> = HashMap::new();
+        for (peer, event) in events {
+            match event {
+                Event::Deliver { tag, data } => {
+                    btl.deliver(tag, &[&data]);
+                    *reposts.entry(peer).or_default() += 1;
+                }
+                Event::Put { .. } => {
+                    // We never advertise PUT, so no peer sends one; still free its buffer.
+                    *reposts.entry(peer).or_default() += 1;
+                }
+                Event::SendComplete { .. } | Event::SendFailed { .. } => {}
+                Event::PathVerified => {
+                    verbose!(stream(), 10, "btl:rusnic: path to peer {peer:#x} verified");
+                }
+                Event::Error(e) => this.peer_failed(btl, peer, &e.to_string()),
+            }
+        }
+        if !reposts.is_empty() || received > 0 {
+            let mut eng = this.engine();
+            for (peer, n) in reposts {
+                eng.repost(peer, n);
+            }
+            // The receive queue is drained and ob1 had its chance to answer (its reply
+            // carried the ACK if it sent one): acknowledge the rest now rather than at
+            // the delayed-ACK deadline, which a progress loop that yields the CPU may
+            // overshoot by a whole scheduler slice and trip the peer's RTO.
+            eng.flush_delayed_acks();
+            eng.pump_tx(this.now());
+        }
+        this.maybe_stats(now);
+        handled
+    }
+
+    fn run_completions(&self, btl: &Btl<Rusnic>) -> usize {
+        let due: Vec<(usize, Descriptor)> = {
+            let mut q = self.completions.lock().unwrap_or_else(|e| e.into_inner());
+            q.drain(..).collect()
+        };
+        let n = due.len();
+        for (ep, des) in due {
+            raw_ob1::complete(btl, ep, des, sys::OPAL_SUCCESS);
+        }
+        n
+    }
+
+    fn peer_failed(&self, btl: &Btl<Rusnic>, peer: u64, why: &str) {
+        let proc_ = self
+            .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&peer)
+            .copied();
+        let (jobid, vpid) = ((peer >> 32) as u32, peer as u32);
+        help::show(
+            "peer unreachable",
+            &[
+                &format!("{}", self.rank),
+                &format!("{vpid} (job {jobid:#x})"),
+                why,
+            ],
+        );
+        btl.report_error(sys::MCA_BTL_ERROR_FLAGS_FATAL as i32, proc_, why);
+    }
+
+    fn maybe_stats(&self, now: Instant) {
+        const PUBLISH_NS: u64 = 10_000_000;
+        let mut last = self.last_stats.lock().unwrap_or_else(|e| e.into_inner());
+        if now.0.saturating_sub(last.0) < PUBLISH_NS {
+            return;
+        }
+        last.0 = now.0;
+        let s = self.engine().stats();
+        stats::publish(&s);
+        let every = u64::try_from(params::get().stats.get()).unwrap_or(0) * 1_000_000_000;
+        if every > 0 && now.0.saturating_sub(last.1) >= every {
+            last.1 = now.0;
+            mca::output::emit_always(&stats::line(self.rank, &s));
+        }
+    }
+
+    /// Drives progress until nothing is unacknowledged, or `limit` passes.
+    fn drain(btl: &Btl<Rusnic>, limit: Duration) -> bool {
+        let start = std::time::Instant::now();
+        loop {
+            Rusnic::progress(btl);
+            if btl.engine().idle() {
+                return true;
+            }
+            if start.elapsed() >= limit {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    fn connect(&self, btl: &Btl<Rusnic>, p: &Proc) -> Option<PeerEndpoint> {
+        if p.is_me() {
+            return None;
+        }
+        let id = p.name_hash();
+        if self.engine().has_peer(id) {
+            return Some(PeerEndpoint { id });
+        }
+        let (_, vpid) = p.jobid_vpid();
+        // SAFETY: our exported component structure.
+        let blob = match unsafe { p.modex_recv(crate::component_raw()) } {
+            Ok(b) => b,
+            Err(_) => {
+                verbose!(stream(), 10, "btl:rusnic: rank {vpid} published no contact");
+                return None;
+            }
+        };
+        let contact = match Contact::decode(&blob) {
+            Ok(c) => c,
+            Err(e) => {
+                help::show("bad contact", &[&format!("{vpid}"), &e]);
+                return None;
+            }
+        };
+        let ours = &self.contact;
+        let mismatch = [
+            (
+                "backend",
+                u32::from(ours.backend),
+                u32::from(contact.backend),
+            ),
+            ("mtu", u32::from(ours.mtu_data), u32::from(contact.mtu_data)),
+            (
+                "priority_limit",
+                u32::from(ours.mtu_priority),
+                u32::from(contact.mtu_priority),
+            ),
+            (
+                "max_send_size/eager_limit",
+                ours.max_fragment_size,
+                contact.max_fragment_size,
+            ),
+        ]
+        .into_iter()
+        .find(|(_, a, b)| a != b);
+        if let Some((what, a, b)) = mismatch {
+            help::show(
+                "settings mismatch",
+                &[
+                    &format!("{}", self.rank),
+                    &format!("{vpid}"),
+                    &format!("{what}: {a} here, {b} there"),
+                    &format!("{vpid}"),
+                ],
+            );
+            return None;
+        }
+        if contact.addrs.is_empty() {
+            return None;
+        }
+        let Some(ip) = iface::pick_peer_addr(&self.ifaddrs, &contact.addrs, p.is_local()) else {
+            verbose!(
+                stream(),
+                10,
+                "btl:rusnic: no shared network with rank {vpid} ({:?})",
+                contact.addrs
+            );
+            return None;
+        };
+        let addrs = [
+            SocketAddrV4::new(ip, contact.ports[0]),
+            SocketAddrV4::new(ip, contact.ports[1]),
+        ];
+        verbose!(
+            stream(),
+            10,
+            "btl:rusnic: rank {vpid} at {ip} ports {:?}",
+            contact.ports
+        );
+        self.engine().add_peer(id, self.isn, contact.isn, addrs);
+        self.peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, *p);
+        let _ = btl;
+        Some(PeerEndpoint { id })
+    }
+
+    /// Copies `data` into the protocol; busy is absorbed by the engine's own queue.
+    fn submit(&self, btl: &Btl<Rusnic>, peer: u64, tag: u8, data: &[u8]) -> Result<()> {
+        let now = self.now();
+        let mut eng = self.engine();
+        match eng.send(peer, tag, data) {
+            Ok(()) => {
+                // Push it out now: latency matters more than batching here, and
+                // progress may be far away (a blocking MPI call polls, a compute
+                // phase does not).
+                eng.pump_tx(now);
+                Ok(())
+            }
+            Err(SendError::TooLarge { len, max }) => {
+                drop(eng);
+                help::show(
+                    "internal error",
+                    &[&format!(
+                        "a {len}-byte fragment exceeds the {max}-byte limit"
+                    )],
+                );
+                Err(Error::BAD_PARAM)
+            }
+            Err(SendError::Failed) | Err(SendError::UnknownPeer) => {
+                drop(eng);
+                let _ = btl;
+                Err(Error::UNREACH)
+            }
+            Err(SendError::Busy) => Err(Error::OUT_OF_RESOURCE),
+        }
+    }
+}
+
+/// Effective largest fragment ob1 may hand us (after user overrides).
+fn max_fragment(btl: &Btl<Rusnic>) -> usize {
+    btl.eager_limit().max(btl.max_send_size())
+}
+
+impl BtlModule for Rusnic {
+    type Endpoint = PeerEndpoint;
+    const HAS_SENDI: bool = true;
+    const HAS_FLUSH: bool = true;
+
+    fn add_procs(btl: &Btl<Self>, procs: &[Proc]) -> Result<Vec<Option<PeerEndpoint>>> {
+        raw_ob1::set_module(btl);
+        let cfg = {
+            let eng = btl.engine();
+            params::get().core_config_mtu(max_fragment(btl), eng.config_mtu())
+        };
+        let cfg = match cfg {
+            Ok(c) => c,
+            Err(e) => {
+                help::show_invalid(&e);
+                return Err(Error::BAD_PARAM);
+            }
+        };
+        if u32::try_from(max_fragment(btl)).ok() != Some(btl.contact.max_fragment_size) {
+            help::show_invalid(&format!(
+                "btl_rusnic_eager_limit/max_send_size changed after init ({} vs {})",
+                max_fragment(btl),
+                btl.contact.max_fragment_size
+            ));
+            return Err(Error::BAD_PARAM);
+        }
+        btl.engine().configure(cfg).map_err(|e| {
+            help::show_invalid(&e.to_string());
+            Error::BAD_PARAM
+        })?;
+        Ok(procs.iter().map(|p| btl.connect(btl, p)).collect())
+    }
+
+    fn del_procs(btl: &Btl<Self>, _procs: &[Proc], endpoints: Vec<PeerEndpoint>) -> Result<()> {
+        let limit = Duration::from_millis(params::get().finalize_flush_ms.get() as u64);
+        Rusnic::drain(btl, limit);
+        let mut eng = btl.engine();
+        let mut peers = btl.peers.lock().unwrap_or_else(|e| e.into_inner());
+        for ep in endpoints {
+            eng.remove_peer(ep.id);
+            peers.remove(&ep.id);
+        }
+        Ok(())
+    }
+
+    fn finalize(btl: &Btl<Self>) -> Result<()> {
+        let limit = Duration::from_millis(params::get().finalize_flush_ms.get() as u64);
+        if !Rusnic::drain(btl, limit) {
+            verbose!(stream(), 1, "btl:rusnic: finalize with unacknowledged data");
+        }
+        btl.run_completions(btl);
+        let s = btl.engine().stats();
+        stats::publish(&s);
+        if params::get().stats.get() > 0 {
+            mca::output::emit_always(&stats::line(btl.rank, &s));
+        }
+        raw_ob1::clear_module();
+        Ok(())
+    }
+
+    fn alloc(
+        btl: &Btl<Self>,
+        _ep: Option<&PeerEndpoint>,
+        order: u8,
+        size: usize,
+        flags: u32,
+    ) -> Option<Descriptor> {
+        let mut frag = new_frag(size.min(max_fragment(btl)));
+        frag.descriptor.des_flags = flags;
+        frag.descriptor.order = order;
+        Some(frag.into_descriptor())
+    }
+
+    fn free(_btl: &Btl<Self>, des: Descriptor) -> Result<()> {
+        raw_ob1::free(des);
+        Ok(())
+    }
+
+    fn prepare_src(
+        btl: &Btl<Self>,
+        _ep: &PeerEndpoint,
+        convertor: &mut Convertor,
+        order: u8,
+        reserve: usize,
+        size: &mut usize,
+        flags: u32,
+    ) -> Option<Descriptor> {
+        let room = max_fragment(btl).checked_sub(reserve)?;
+        let want = (*size).min(room);
+        let mut frag = new_frag(reserve + want);
+        let packed = convertor.pack(&mut frag.extra[reserve..reserve + want]);
+        *size = packed;
+        let addr = frag.extra.as_mut_ptr();
+        frag.set_segments(&[(addr, reserve + packed)]);
+        frag.descriptor.des_flags = flags;
+        frag.descriptor.order = order;
+        Some(frag.into_descriptor())
+    }
+
+    fn send(btl: &Btl<Self>, ep: &PeerEndpoint, des: Descriptor, tag: u8) -> Result<SendStatus> {
+        raw_ob1::with_payload(des, |data| btl.submit(btl, ep.id, tag, data))?;
+        if des.btl_owned() && !des.always_callback() {
+            raw_ob1::free(des);
+            return Ok(SendStatus::CompletedInline);
+        }
+        let endpoint = Btl::<Rusnic>::endpoint_ptr(ep) as usize;
+        btl.completions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back((endpoint, des));
+        Ok(SendStatus::Queued)
+    }
+
+    fn sendi(
+        btl: &Btl<Self>,
+        ep: &PeerEndpoint,
+        convertor: &mut Convertor,
+        header: &[u8],
+        payload_size: usize,
+        order: u8,
+        flags: u32,
+        tag: u8,
+        want_descriptor: bool,
+    ) -> std::result::Result<(), SendiRefused> {
+        let total = header.len() + payload_size;
+        let queued_outside = btl.engine().would_queue_outside_core(ep.id);
+        if total > max_fragment(btl) || queued_outside {
+            let descriptor = if want_descriptor {
+                Self::alloc(btl, Some(ep), order, total, flags)
+            } else {
+                None
+            };
+            return Err(SendiRefused { descriptor });
+        }
+        let mut buf = vec![0u8; total];
+        buf[..header.len()].copy_from_slice(header);
+        let packed = if payload_size > 0 {
+            convertor.pack(&mut buf[header.len()..])
+        } else {
+            0
+        };
+        buf.truncate(header.len() + packed);
+        btl.submit(btl, ep.id, tag, &buf)
+            .map_err(|_| SendiRefused { descriptor: None })
+    }
+
+    fn flush(btl: &Btl<Self>, _endpoint: Option<&PeerEndpoint>) -> Result<()> {
+        // Bounded: a peer that died must produce an error, not a hang.
+        if Rusnic::drain(btl, Duration::from_secs(60)) {
+            Ok(())
+        } else {
+            Err(Error::ERROR)
+        }
+    }
+}

@@ -1,0 +1,310 @@
+//! The Linux calls std does not wrap: interface enumeration, socket buffer sizes and
+//! batched datagram I/O (`sendmmsg`/`recvmmsg`). Every `unsafe` of the crate's native
+//! backend lives here.
+
+use std::io;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::os::fd::RawFd;
+
+/// One IPv4 address of a local interface.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IfAddr {
+    pub name: String,
+    pub addr: Ipv4Addr,
+    pub prefix: u8,
+    pub up: bool,
+}
+
+/// Every IPv4 address of every interface (`getifaddrs`).
+pub fn interfaces() -> io::Result<Vec<IfAddr>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we free below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` walks the list getifaddrs returned; entries stay valid until
+        // freeifaddrs. ifa_addr/ifa_netmask are NULL or point to sockaddrs whose family
+        // field tells their real type.
+        unsafe {
+            let ifa = &*cur;
+            if !ifa.ifa_addr.is_null()
+                && i32::from((*ifa.ifa_addr).sa_family) == libc::AF_INET
+                && !ifa.ifa_name.is_null()
+            {
+                let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                let addr = Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr));
+                let prefix = if ifa.ifa_netmask.is_null() {
+                    32
+                } else {
+                    let mask = &*(ifa.ifa_netmask as *const libc::sockaddr_in);
+                    u32::from_be(mask.sin_addr.s_addr).count_ones() as u8
+                };
+                out.push(IfAddr {
+                    name: std::ffi::CStr::from_ptr(ifa.ifa_name)
+                        .to_string_lossy()
+                        .into_owned(),
+                    addr,
+                    prefix,
+                    up: ifa.ifa_flags & libc::IFF_UP as u32 != 0,
+                });
+            }
+            cur = ifa.ifa_next;
+        }
+    }
+    // SAFETY: the list from getifaddrs, freed once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+fn set_int_option(fd: RawFd, level: i32, name: i32, value: i32) -> io::Result<()> {
+    // SAFETY: fd is an open socket; the option value is a plain int we pass by pointer.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&raw const value).cast(),
+            size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sets the kernel send and receive buffers to `bytes`, beyond `rmem_max`/`wmem_max`
+/// when we are privileged (the FORCE variants), else as far as the limits allow: the
+/// receive buffer must hold a peer's whole credit grant or the kernel drops datagrams
+/// the protocol then has to retransmit.
+pub fn size_buffers(fd: RawFd, bytes: usize) {
+    let value = i32::try_from(bytes / 2).unwrap_or(i32::MAX / 2);
+    for (force, plain) in [
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+    ] {
+        if set_int_option(fd, libc::SOL_SOCKET, force, value).is_err() {
+            let _ = set_int_option(fd, libc::SOL_SOCKET, plain, value);
+        }
+    }
+}
+
+fn sockaddr_of(addr: SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(*addr.ip()).to_be(),
+        },
+        sin_zero: [0; 8],
+    }
+}
+
+fn addr_of(sin: &libc::sockaddr_in) -> SocketAddrV4 {
+    SocketAddrV4::new(
+        Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+        u16::from_be(sin.sin_port),
+    )
+}
+
+/// Sends `batch` (destination, bytes) with as few `sendmmsg` calls as possible.
+/// Returns how many datagrams the kernel took; the rest hit a full socket buffer
+/// (`EAGAIN`) and should be retried later. Other per-datagram errors (unreachable
+/// port after a peer exited) count as sent: the protocol recovers or reports.
+pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, &[u8])]) -> usize {
+    const MAX: usize = 64;
+    let mut sent = 0;
+    while sent < batch.len() {
+        let part = &batch[sent..batch.len().min(sent + MAX)];
+        let mut names: Vec<libc::sockaddr_in> = part.iter().map(|(a, _)| sockaddr_of(*a)).collect();
+        let mut iovs: Vec<libc::iovec> = part
+            .iter()
+            .map(|(_, b)| libc::iovec {
+                iov_base: b.as_ptr() as *mut libc::c_void,
+                iov_len: b.len(),
+            })
+            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = (0..part.len())
+            .map(|i| {
+                // SAFETY: an all-zero msghdr is a valid empty header.
+                let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+                hdr.msg_name = (&raw mut names[i]).cast();
+                hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                hdr.msg_iov = &raw mut iovs[i];
+                hdr.msg_iovlen = 1;
+                libc::mmsghdr {
+                    msg_hdr: hdr,
+                    msg_len: 0,
+                }
+            })
+            .collect();
+        // SAFETY: every header points into `names`/`iovs`, which outlive the call, and
+        // the iovecs point at the caller's byte slices (only read by the kernel).
+        let rc = unsafe {
+            libc::sendmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                msgs.len() as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) | Some(libc::EINTR) => return sent,
+                // The first datagram failed for a reason retrying cannot fix (an ICMP
+                // error queued by an earlier send): skip it, the protocol retransmits.
+                _ => sent += 1,
+            }
+        } else {
+            sent += rc as usize;
+            if (rc as usize) < part.len() {
+                // A short count means the next datagram would block or failed; try
+                // once more from there, and stop if nothing moves.
+                continue;
+            }
+        }
+    }
+    sent
+}
+
+/// Reusable receive slots for `recvmmsg`.
+pub struct RecvSlots {
+    bufs: Vec<Vec<u8>>,
+    names: Vec<libc::sockaddr_in>,
+    /// Never read from Rust: the headers in `msgs` point into it.
+    _iovs: Vec<libc::iovec>,
+    msgs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers inside only point into the slots' own heap buffers, which
+// move with the struct (Vec heap storage never moves when the Vec does).
+unsafe impl Send for RecvSlots {}
+
+impl RecvSlots {
+    /// `count` slots of `size` bytes each.
+    pub fn new(count: usize, size: usize) -> RecvSlots {
+        let mut bufs: Vec<Vec<u8>> = (0..count).map(|_| vec![0u8; size]).collect();
+        // SAFETY: zeroed sockaddr_in is a valid (unspecified) address.
+        let mut names: Vec<libc::sockaddr_in> = vec![unsafe { std::mem::zeroed() }; count];
+        let mut iovs: Vec<libc::iovec> = bufs
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            })
+            .collect();
+        let msgs = (0..count)
+            .map(|i| {
+                // SAFETY: an all-zero msghdr is a valid empty header.
+                let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+                hdr.msg_name = (&raw mut names[i]).cast();
+                hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                hdr.msg_iov = &raw mut iovs[i];
+                hdr.msg_iovlen = 1;
+                libc::mmsghdr {
+                    msg_hdr: hdr,
+                    msg_len: 0,
+                }
+            })
+            .collect();
+        RecvSlots {
+            bufs,
+            names,
+            _iovs: iovs,
+            msgs,
+        }
+    }
+
+    /// Receives up to the slot count without blocking and calls `f` for each datagram
+    /// with its source. A datagram longer than a slot arrives truncated (MSG_TRUNC is
+    /// not requested): the core then rejects it as malformed.
+    pub fn receive(&mut self, fd: RawFd, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> usize {
+        for m in &mut self.msgs {
+            m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            m.msg_len = 0;
+        }
+        // SAFETY: every header points into this struct's own name/iovec/buffer storage,
+        // which is alive and not otherwise borrowed during the call.
+        let rc = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.msgs.as_mut_ptr(),
+                self.msgs.len() as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc <= 0 {
+            return 0;
+        }
+        let n = rc as usize;
+        for i in 0..n {
+            let len = (self.msgs[i].msg_len as usize).min(self.bufs[i].len());
+            f(addr_of(&self.names[i]), &self.bufs[i][..len]);
+        }
+        n
+    }
+}
+
+/// The SSE4.2 `crc32` instruction as a CRC-32C update step, if this CPU has it.
+pub fn hardware_crc32c() -> Option<fn(u32, &[u8]) -> u32> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        return Some(crc32c_sse42);
+    }
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+fn crc32c_sse42(state: u32, data: &[u8]) -> u32 {
+    // SAFETY: only handed out by `hardware_crc32c` after SSE4.2 was detected.
+    unsafe { crc32c_sse42_inner(state, data) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+fn crc32c_sse42_inner(state: u32, data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u8, _mm_crc32_u64};
+    let mut c = u64::from(state);
+    let mut words = data.chunks_exact(8);
+    for w in &mut words {
+        c = _mm_crc32_u64(
+            c,
+            u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
+        );
+    }
+    let mut c = c as u32;
+    for &b in words.remainder() {
+        c = _mm_crc32_u8(c, b);
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hardware_crc_matches_the_portable_tables() {
+        let Some(hw) = hardware_crc32c() else {
+            return; // no SSE4.2: nothing to compare (the portable path is used)
+        };
+        let mut rng = rusnic_core::fault::Rng::new(7);
+        for len in [0usize, 1, 7, 8, 9, 63, 64, 65, 1472, 9000, 65507] {
+            let mut data = vec![0u8; len];
+            rng.fill(&mut data);
+            for state in [0u32, !0, 0x1234_5678] {
+                assert_eq!(
+                    hw(state, &data),
+                    rusnic_core::crc::update_portable(state, &data),
+                    "len {len} state {state:#x}"
+                );
+            }
+        }
+    }
+}

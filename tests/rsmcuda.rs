@@ -1,0 +1,325 @@
+//! The rsmcuda BTL under real mpirun: the conformance programs with `self,rsmcuda`
+//! (2 and 4 ranks; `threads` runs MPI_THREAD_MULTIPLE), a FIFO stress that must hit
+//! backpressure, segment cleanup after a normal exit, after `kill -9` of a rank and
+//! with a local rank that never attaches, a bad parameter, and mpi4py.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use mca_harness::{
+    Job, JobOutput, McaConfig, component_build_dir, component_path, parse_counts, program,
+    repo_root,
+};
+
+fn rsmcuda() -> McaConfig {
+    McaConfig::new("rsmcuda", &[("pml", "ob1"), ("btl", "self,rsmcuda")])
+}
+
+fn run(config: &McaConfig, ranks: u32, name: &str, args: &[&str]) -> JobOutput {
+    Job::new(config, ranks, program(name))
+        .args(args)
+        .timeout(Duration::from_secs(180))
+        .run()
+}
+
+// Every program of tests/programs except trunc_large (an ob1 defect for every BTL,
+// asserted in tests/conformance.rs), at 2 and 4 ranks.
+mca_harness::conformance_suite!(conformance, rsmcuda(), skip: ["trunc_large"]);
+
+/// The shared object exports exactly the component structure (rustc's version
+/// script hides everything else).
+#[test]
+fn only_the_component_symbol_is_exported() {
+    let so = component_build_dir().join("mca_btl_rsmcuda.so");
+    assert!(
+        so.is_file(),
+        "run `make components` first: {}",
+        so.display()
+    );
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+        .expect("run nm");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let exported: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .collect();
+    assert_eq!(exported, ["mca_btl_rsmcuda_component"], "{text}");
+}
+
+/// `ompi_info --level 9` documents every rsmcuda parameter and pvar.
+#[test]
+fn ompi_info_documents_every_parameter() {
+    let out = Command::new("ompi_info")
+        .args(["--param", "btl", "rsmcuda", "--level", "9"])
+        .env("OMPI_MCA_mca_base_component_path", component_path())
+        .output()
+        .expect("run ompi_info");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "verbose",
+        "fifo_size",
+        "free_list_eager",
+        "free_list_max",
+        "attach_timeout",
+        "poll_batch",
+        "single_copy",
+        "single_copy_threshold",
+        "use_cuda_ipc",
+        "use_cuda_ipc_same_gpu",
+        "cuda_ipc_cache_limit",
+        "cuda_event_max",
+        "eager_limit",
+        "max_send_size",
+        "get_limit",
+    ] {
+        assert!(
+            text.contains(&format!("parameter \"btl_rsmcuda_{name}\"")),
+            "btl_rsmcuda_{name} missing:\n{text}"
+        );
+    }
+    for pvar in [
+        "sends",
+        "receives",
+        "fifo_full",
+        "pending_high_water",
+        "single_copy_bytes",
+    ] {
+        assert!(
+            text.contains(&format!("performance \"btl_rsmcuda_{pvar}\"")),
+            "pvar btl_rsmcuda_{pvar} missing:\n{text}"
+        );
+    }
+    assert!(text.contains("current value: \"send,get\""), "{text}");
+}
+
+/// The same sizes with single copy off: every large message goes through the
+/// segment's max fragments (copy in/out pipeline).
+#[test]
+fn p2p_sizes_without_single_copy() {
+    let config = rsmcuda()
+        .with("btl_rsmcuda_single_copy", "none")
+        .with("btl_rsmcuda_verbose", "1");
+    let out = run(&config, 2, "p2p_sizes", &[]);
+    out.assert_passed();
+    assert_eq!(counter(&out, "single-copy gets"), 0, "{}", out.report());
+}
+
+/// With the defaults, large contiguous messages go by CMA get (the counter proves
+/// ob1 took the RGET path rather than falling back to copy in/out).
+#[test]
+fn large_messages_use_single_copy() {
+    let config = rsmcuda().with("btl_rsmcuda_verbose", "1");
+    let out = run(&config, 2, "p2p_sizes", &["--quick"]);
+    out.assert_passed();
+    assert!(
+        counter(&out, "single-copy gets") > 0,
+        "no CMA get happened\n{}",
+        out.report()
+    );
+}
+
+/// The names of the segments this job created, from the creators' verbose lines.
+fn segments_created(out: &JobOutput) -> Vec<String> {
+    out.stderr
+        .lines()
+        .chain(out.stdout.lines())
+        .filter_map(|l| l.split("created segment ").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn assert_no_segment_left(out: &JobOutput, expected: usize) {
+    let names = segments_created(out);
+    assert_eq!(
+        names.len(),
+        expected,
+        "segments created: {names:?}\n{}",
+        out.report()
+    );
+    for name in names {
+        let path = Path::new("/dev/shm").join(name.trim_start_matches('/'));
+        assert!(
+            !path.exists(),
+            "{} left behind\n{}",
+            path.display(),
+            out.report()
+        );
+    }
+}
+
+fn counter(out: &JobOutput, label: &str) -> u64 {
+    out.stderr
+        .lines()
+        .filter(|l| l.contains("btl:rsmcuda: finalize"))
+        .filter_map(|l| {
+            let at = l.find(label)?;
+            l[..at].rsplit([' ', '(']).nth(1)?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// 3 senders × 20 000 small messages into one receiver whose FIFO has 16 slots:
+/// every byte and the per-sender order are checked, and the pending queues must
+/// have been used (the stall counter is what proves the FIFO was full).
+#[test]
+fn fifo_stress_many_senders_one_receiver() {
+    let config = rsmcuda()
+        .with("btl_rsmcuda_fifo_size", "16")
+        .with("btl_rsmcuda_verbose", "1");
+    let out = run(&config, 4, "shm_fifo_stress", &[]);
+    out.assert_passed();
+    let stalls = counter(&out, "fifo-full stalls");
+    assert!(stalls > 0, "the FIFO never filled up\n{}", out.report());
+    assert_no_segment_left(&out, 1);
+}
+
+#[test]
+fn segment_is_gone_after_a_normal_exit() {
+    let config = rsmcuda().with("btl_rsmcuda_verbose", "1");
+    let out = run(&config, 4, "p2p_sizes", &["--quick"]);
+    out.assert_passed();
+    assert_no_segment_left(&out, 1);
+    // Without CUDA in this Open MPI: one line per rank says so, and the job ran.
+    let cuda_lines = out.stderr.matches("btl:rsmcuda: CUDA IPC off").count();
+    assert_eq!(cuda_lines, 4, "{}", out.report());
+}
+
+#[test]
+fn segment_is_gone_after_kill_9_of_a_rank() {
+    let config = rsmcuda().with("btl_rsmcuda_verbose", "1");
+    let out = Job::new(&config, 3, program("shm_fifo_stress"))
+        .args(&["--kill-after-warmup"])
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(
+        !out.succeeded() && out.stdout.contains("rank 1 kills itself"),
+        "the job should have died with its rank\n{}",
+        out.report()
+    );
+    assert_no_segment_left(&out, 1);
+}
+
+/// Local rank 0 runs without rsmcuda (per-rank MCA environment, MPMD): it never
+/// attaches, the two others share a segment of 2 and unlink it, and the job passes
+/// over tcp where rsmcuda does not reach.
+#[test]
+fn a_rank_that_never_attaches_leaks_nothing() {
+    let config = McaConfig::new(
+        "rsmcuda-partial",
+        &[("pml", "ob1"), ("btl_rsmcuda_verbose", "1")],
+    );
+    let stress = program("shm_fifo_stress");
+    let stress = stress.to_str().expect("utf-8 path");
+    let out = Job::new(&config, 1, stress)
+        .mpirun_args(&["-x", "OMPI_MCA_btl=self,tcp"])
+        .args(&[
+            "--quick",
+            ":",
+            "-np",
+            "2",
+            "-x",
+            "OMPI_MCA_btl=self,rsmcuda,tcp",
+            stress,
+            "--quick",
+        ])
+        .timeout(Duration::from_secs(120))
+        .run();
+    out.assert_passed();
+    assert!(
+        out.stderr.contains(" of 2 ("),
+        "the segment should have 2 ranks\n{}",
+        out.report()
+    );
+    assert!(
+        out.stderr.contains("did not publish a contact"),
+        "the excluded rank should be named\n{}",
+        out.report()
+    );
+    assert_no_segment_left(&out, 1);
+}
+
+/// A FIFO size that is not a power of two is refused at registration with the
+/// parameter named; Open MPI then stops at MPI_Init because the BTL list names
+/// rsmcuda explicitly.
+#[test]
+fn bad_fifo_size_is_refused_with_a_clear_message() {
+    let config = rsmcuda().with("btl_rsmcuda_fifo_size", "100");
+    let out = run(&config, 2, "p2p_sizes", &["--quick"]);
+    assert!(
+        !out.succeeded()
+            && out
+                .stderr
+                .contains("btl_rsmcuda_fifo_size = 100 must be a power of two"),
+        "{}",
+        out.report()
+    );
+}
+
+/// Ranks with different fragment sizes cannot share a segment: the one that differs
+/// says why and the job runs over tcp.
+#[test]
+fn mismatched_eager_limit_is_refused_with_a_clear_message() {
+    let config = McaConfig::new("rsmcuda-mismatch", &[("pml", "ob1")]);
+    let sizes = program("p2p_sizes");
+    let sizes = sizes.to_str().expect("utf-8 path");
+    let out = Job::new(&config, 1, sizes)
+        .mpirun_args(&["-x", "OMPI_MCA_btl=self,rsmcuda,tcp"])
+        .args(&[
+            "--quick",
+            ":",
+            "-np",
+            "1",
+            "-x",
+            "OMPI_MCA_btl=self,rsmcuda,tcp",
+            "-x",
+            "OMPI_MCA_btl_rsmcuda_eager_limit=8192",
+            sizes,
+            "--quick",
+        ])
+        .timeout(Duration::from_secs(120))
+        .run();
+    out.assert_passed();
+    assert!(
+        out.stderr.contains("created with")
+            && out.stderr.contains("btl_rsmcuda_eager_limit is 8192"),
+        "{}",
+        out.report()
+    );
+}
+
+fn run_mpi4py(config: &McaConfig, ranks: u32) {
+    let script = repo_root().join("configure-support/mpi4py");
+    let mut command = Command::new(&script);
+    command.args(["run", "--np", &ranks.to_string(), "--timeout", "600"]);
+    for (key, value) in &config.params {
+        command.args(["--mca", key, value]);
+    }
+    let out = command
+        .env("OMPI_MCA_mca_base_component_path", component_path())
+        .output()
+        .expect("run configure-support/mpi4py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let counts = stdout.lines().rev().find_map(parse_counts);
+    println!(
+        "{} np={ranks}: {}",
+        config.name,
+        stdout.lines().last().unwrap_or("")
+    );
+    assert!(
+        out.status.success() && counts.is_some_and(|(passed, failed)| passed > 0 && failed == 0),
+        "mpi4py on {} with {ranks} ranks: counts {counts:?}\n{stdout}\n{}",
+        config.name,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn mpi4py_suite_passes_on_rsmcuda() {
+    run_mpi4py(&rsmcuda(), 1);
+    run_mpi4py(&rsmcuda(), 2);
+}
