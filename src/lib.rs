@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod conformance;
+pub mod mpi4py;
 
 /// Where the ranks of a job run.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,16 +1,13 @@
 //! The rsmcuda BTL under real mpirun: the conformance programs with `self,rsmcuda`
 //! (2 and 4 ranks; `threads` runs MPI_THREAD_MULTIPLE), a FIFO stress that must hit
 //! backpressure, segment cleanup after a normal exit, after `kill -9` of a rank and
-//! with a local rank that never attaches, a bad parameter, and mpi4py.
+//! with a local rank that never attaches, and a bad parameter (mpi4py: tests/mpi4py.rs).
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use mca_harness::{
-    Job, JobOutput, McaConfig, component_build_dir, component_path, parse_counts, program,
-    repo_root,
-};
+use mca_harness::{Job, JobOutput, McaConfig, component_build_dir, component_path, program};
 
 fn rsmcuda() -> McaConfig {
     McaConfig::new("rsmcuda", &[("pml", "ob1"), ("btl", "self,rsmcuda")])
@@ -290,36 +287,4 @@ fn mismatched_eager_limit_is_refused_with_a_clear_message() {
         "{}",
         out.report()
     );
-}
-
-fn run_mpi4py(config: &McaConfig, ranks: u32) {
-    let script = repo_root().join("configure-support/mpi4py");
-    let mut command = Command::new(&script);
-    command.args(["run", "--np", &ranks.to_string(), "--timeout", "600"]);
-    for (key, value) in &config.params {
-        command.args(["--mca", key, value]);
-    }
-    let out = command
-        .env("OMPI_MCA_mca_base_component_path", component_path())
-        .output()
-        .expect("run configure-support/mpi4py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let counts = stdout.lines().rev().find_map(parse_counts);
-    println!(
-        "{} np={ranks}: {}",
-        config.name,
-        stdout.lines().last().unwrap_or("")
-    );
-    assert!(
-        out.status.success() && counts.is_some_and(|(passed, failed)| passed > 0 && failed == 0),
-        "mpi4py on {} with {ranks} ranks: counts {counts:?}\n{stdout}\n{}",
-        config.name,
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-#[test]
-fn mpi4py_suite_passes_on_rsmcuda() {
-    run_mpi4py(&rsmcuda(), 1);
-    run_mpi4py(&rsmcuda(), 2);
 }

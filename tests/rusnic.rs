@@ -7,9 +7,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mca_harness::{
-    Job, McaConfig, component_path, conformance_suite, parse_counts, program, repo_root,
-};
+use mca_harness::{Job, McaConfig, component_path, conformance_suite, program};
 
 /// UDP ports reserved for rusnic's loss tests (other suites use other ranges).
 const PORT_MIN: &str = "31100";
@@ -207,44 +205,6 @@ fn unreachable_peer_is_reported() {
         "{}",
         out.report()
     );
-}
-
-/// mpi4py's own tests (the point-to-point, collective, RMA, datatype and
-/// communicator modules: what a BTL can break) over rusnic with 1 and 2 ranks.
-#[test]
-fn mpi4py_subset() {
-    let script = repo_root().join("configure-support/mpi4py");
-    for ranks in [1, 2] {
-        let start = Instant::now();
-        let mut command = Command::new(&script);
-        command.args([
-            "run",
-            "--np",
-            &ranks.to_string(),
-            "--subset",
-            "--timeout",
-            "300",
-        ]);
-        for (key, value) in &rusnic().params {
-            command.args(["--mca", key, value]);
-        }
-        let out = command
-            .env("OMPI_MCA_mca_base_component_path", component_path())
-            .output()
-            .expect("run configure-support/mpi4py");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let counts = stdout.lines().rev().find_map(parse_counts);
-        println!(
-            "mpi4py np={ranks}: {} ({:.1} s)",
-            stdout.lines().last().unwrap_or(""),
-            start.elapsed().as_secs_f64()
-        );
-        assert!(
-            out.status.success() && counts.is_some_and(|(p, f)| p > 0 && f == 0),
-            "mpi4py over rusnic with {ranks} ranks: {counts:?}\n{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
 }
 
 /// `ompi_info --param btl rusnic --level 9` documents every tunable, with its help.
