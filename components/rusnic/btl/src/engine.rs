@@ -250,6 +250,13 @@ impl Engine {
         }
     }
 
+    /// Hands a delivered fragment's buffer back to the core for reuse.
+    pub fn recycle(&mut self, peer: u64, buf: Vec<u8>) {
+        if let Some(core) = self.core.as_mut() {
+            core.recycle_buffer(peer, buf);
+        }
+    }
+
     pub fn repost(&mut self, peer: u64, n: u32) {
         if let Some(core) = self.core.as_mut() {
             core.repost_rx_buffers(peer, n);

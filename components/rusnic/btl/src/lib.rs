@@ -180,7 +180,7 @@ fn open_module(local_id: u64, contact: &mut Contact) -> Option<Rusnic> {
                 range,
                 usize::from(cfg.mtu_priority),
                 usize::from(cfg.mtu_data),
-                p.effective_credits() as usize * 4,
+                p.effective_credits(usize::from(cfg.mtu_data)) as usize * 4,
             ) {
                 Ok(b) => {
                     selected = vec![chosen];

@@ -95,11 +95,13 @@ impl Rusnic {
         }
         handled += events.len();
         let mut reposts: HashMap<u64, u32> = HashMap::new();
+        let mut spent: Vec<(u64, Vec<u8>)> = Vec::new();
         for (peer, event) in events {
             match event {
                 Event::Deliver { tag, data } => {
                     btl.deliver(tag, &[&data]);
                     *reposts.entry(peer).or_default() += 1;
+                    spent.push((peer, data));
                 }
                 Event::Put { .. } => {
                     // We never advertise PUT, so no peer sends one; still free its buffer.
@@ -116,6 +118,9 @@ impl Rusnic {
             let mut eng = this.engine();
             for (peer, n) in reposts {
                 eng.repost(peer, n);
+            }
+            for (peer, buf) in spent {
+                eng.recycle(peer, buf);
             }
             // The receive queue is drained and ob1 had its chance to answer (its reply
             // carried the ACK if it sent one): acknowledge the rest now rather than at

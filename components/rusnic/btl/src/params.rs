@@ -73,6 +73,12 @@ pub const DEFAULT_EAGER: usize = 64 << 10;
 /// Default pipeline fragment (`max_send_size`) in bytes.
 pub const DEFAULT_MAX_SEND: usize = 256 << 10;
 
+/// Default data-channel MTU: the largest UDP datagram. On the loopback (one 64 KiB
+/// packet) it carries a 64 KiB eager fragment in one datagram and a pipeline fragment
+/// in four, instead of 8 and 30 at 9000 bytes: per-datagram costs (system calls,
+/// headers, ACK bookkeeping) were most of the bandwidth path's CPU time.
+pub const DEFAULT_MTU: usize = 65507;
+
 /// Most credits the ofi backend grants (see [`Params::effective_credits`]).
 pub const OFI_MAX_CREDITS: i32 = 64;
 
@@ -143,7 +149,7 @@ pub fn register(reg: &mut Registrar) {
         ),
         mtu: reg.size(
             "mtu",
-            9000,
+            DEFAULT_MTU,
             512..=65507,
             Level::USER_BASIC,
             "Largest data-channel datagram in bytes, protocol header included (loopback and \
@@ -171,7 +177,7 @@ pub fn register(reg: &mut Registrar) {
             Level::TUNER_BASIC,
             "Receive buffers granted to each peer beyond the cumulative ACK (<= window; the ofi \
              backend grants at most 64, as its provider's sockets keep the kernel's default \
-             buffer size)",
+             buffer size; the native backend at most socket_buffer / (2 * mtu), but 64 or more)",
         ),
         rto_initial_us: reg.int(
             "rto_initial",
@@ -394,7 +400,7 @@ impl Params {
         let mtu_priority = (tiny + HEADER_LEN).max(MAX_ACK_LEN);
         let cfg = Config {
             window: u16::try_from(self.window.get()).unwrap_or(u16::MAX),
-            rx_buffers: u16::try_from(self.effective_credits()).unwrap_or(u16::MAX),
+            rx_buffers: u16::try_from(self.effective_credits(mtu)).unwrap_or(u16::MAX),
             // Clamped so lowering rto_max alone (below the initial default) just works.
             rto_initial: us(self.rto_initial_us.get()).clamp(
                 us(self.rto_min_us.get()),
@@ -429,10 +435,17 @@ impl Params {
     /// Credits as granted: the ofi backend's provider sockets keep the kernel's default
     /// receive buffer (about 200 KiB here), which overflows beyond ~64 MTU-sized
     /// datagrams in flight per peer, turning every grant above it into retransmissions.
-    pub fn effective_credits(&self) -> i32 {
+    /// The native backend grants at most half its socket buffer's worth of `mtu`-sized
+    /// datagrams (the kernel charges more than the payload per datagram), for the same
+    /// reason: 256 grants of 64 KiB datagrams would overflow the 16 MiB default.
+    pub fn effective_credits(&self, mtu: usize) -> i32 {
         match self.backend_kind() {
             BackendKind::Ofi => self.credits.get().min(OFI_MAX_CREDITS),
-            BackendKind::UdpNative => self.credits.get(),
+            BackendKind::UdpNative => {
+                let fit = self.socket_buffer.get() / (2 * mtu.max(1));
+                let fit = i32::try_from(fit).unwrap_or(i32::MAX).max(OFI_MAX_CREDITS);
+                self.credits.get().min(fit)
+            }
         }
     }
 

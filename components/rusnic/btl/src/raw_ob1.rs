@@ -2,6 +2,7 @@
 //! `Descriptor`s and our module as the address progress needs; turning them into Rust
 //! references and running completion callbacks is the only `unsafe` of the BTL proper.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use mca::btl::{Btl, Descriptor, Frag};
@@ -35,9 +36,48 @@ pub fn with_module<R>(f: impl FnOnce(&Btl<Rusnic>) -> R) -> Option<R> {
     Some(f(unsafe { &*p }))
 }
 
+/// Buffers at least this large are recycled instead of freed: a fresh allocation of a
+/// bandwidth-sized fragment (up to `max_send_size`) costs a zero fill and, above glibc's
+/// mmap threshold, a page fault per 4 KiB, which dominated the sender's profile.
+const POOL_MIN: usize = 16 * 1024;
+/// Buffers kept for reuse (ob1 keeps a few fragments in flight per peer).
+const POOL_MAX: usize = 32;
+
+/// Large fragment buffers given back by `free`, for the next `new_frag`.
+static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// A buffer of exactly `len` initialized bytes (stale contents when recycled: every
+/// caller overwrites what it sends).
+fn buffer(len: usize) -> Vec<u8> {
+    if len >= POOL_MIN {
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = pool.iter().rposition(|b| b.capacity() >= len) {
+            let mut b = pool.swap_remove(i);
+            drop(pool);
+            // Shrinking keeps the capacity; growing within it fills only the tail.
+            b.resize(len, 0);
+            return b;
+        }
+    }
+    vec![0u8; len]
+}
+
+fn recycle(mut b: Vec<u8>) {
+    if b.capacity() < POOL_MIN {
+        return;
+    }
+    let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if pool.len() < POOL_MAX {
+        // Keep the whole capacity initialized so later `resize` calls fill nothing.
+        let cap = b.capacity();
+        b.resize(cap, 0);
+        pool.push(b);
+    }
+}
+
 /// A new BTL-side fragment with `len` usable bytes.
 pub fn new_frag(len: usize) -> Box<OurFrag> {
-    let mut frag = Frag::new_boxed(vec![0u8; len]);
+    let mut frag = Frag::new_boxed(buffer(len));
     let addr = frag.extra.as_mut_ptr();
     frag.set_segments(&[(addr, len)]);
     frag
@@ -57,7 +97,8 @@ pub fn with_payload<R>(des: Descriptor, f: impl FnOnce(&[u8]) -> R) -> R {
 pub fn free(des: Descriptor) {
     // SAFETY: a descriptor we made with `new_frag(..).into_descriptor()`, given back
     // once by ob1 (free) or owned by us (BTL ownership after completion).
-    drop(unsafe { Frag::<Vec<u8>>::from_descriptor(des) });
+    let mut frag = unsafe { Frag::<Vec<u8>>::from_descriptor(des) };
+    recycle(std::mem::take(&mut frag.extra));
 }
 
 /// Runs a descriptor's completion callback, then frees it if the BTL owns it.

@@ -104,6 +104,13 @@ impl Endpoint {
         }
     }
 
+    /// [`Connection::recycle_buffer`] on `peer_id`'s connection.
+    pub fn recycle_buffer(&mut self, peer_id: u64, buf: Vec<u8>) {
+        if let Some(c) = self.peers.get_mut(&peer_id) {
+            c.recycle_buffer(buf);
+        }
+    }
+
     /// One datagram from the fabric. `from` is the sender as the fabric knows it (address
     /// vector lookup), if it does; a header claiming another identity is dropped.
     pub fn handle_datagram(

@@ -30,15 +30,47 @@ pub(crate) enum Placed {
     Mismatch,
 }
 
+/// Delivered buffers smaller than this are not worth keeping for reuse.
+const RECYCLE_MIN: usize = 16 * 1024;
+
 #[derive(Debug)]
 pub(crate) struct Reassembly {
     slots: Vec<Option<Slot>>,
+    /// Buffers of delivered fragments handed back by the glue ([`Reassembly::recycle`]):
+    /// reusing them spares a large zeroed allocation (and its page faults) per fragment.
+    spare: Vec<Vec<u8>>,
 }
 
 impl Reassembly {
     pub fn new(max: u16) -> Self {
         Reassembly {
             slots: (0..max).map(|_| None).collect(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// Keeps a delivered fragment's buffer for a later fragment (at most one per slot).
+    pub fn recycle(&mut self, buf: Vec<u8>) {
+        if buf.capacity() >= RECYCLE_MIN && self.spare.len() < self.slots.len() {
+            self.spare.push(buf);
+        }
+    }
+
+    /// A buffer of `len` bytes: a recycled one when one is large enough. Its bytes are
+    /// either zero or from an earlier fragment of this same connection; `take` hands it
+    /// out only once every byte was written by this fragment's chunks.
+    fn buffer(&mut self, len: usize) -> Vec<u8> {
+        match self.spare.iter().rposition(|b| b.capacity() >= len) {
+            Some(i) => {
+                let mut b = self.spare.swap_remove(i);
+                if b.len() >= len {
+                    b.truncate(len);
+                } else {
+                    b.resize(len, 0);
+                }
+                b
+            }
+            None => vec![0; len],
         }
     }
 
@@ -68,11 +100,12 @@ impl Reassembly {
                 let free = self.slots.len() - self.active();
                 if free >= 2 || (free == 1 && at_head) {
                     let i = self.slots.iter().position(Option::is_none).unwrap_or(0);
+                    let buf = self.buffer(c.frag_size as usize);
                     self.slots[i] = Some(Slot {
                         frag_id: c.frag_id,
                         frag_size: c.frag_size,
                         tag,
-                        buf: vec![0; c.frag_size as usize],
+                        buf,
                         filled: 0,
                     });
                     i
@@ -163,5 +196,35 @@ mod tests {
         assert_eq!(r.place(ci(1, 10, 1), 7, b"x", false), Placed::Mismatch);
         assert_eq!(r.place(ci(1, 10, 9), 0, b"xy", false), Placed::Mismatch);
         assert_eq!(r.bytes(), 20);
+    }
+
+    #[test]
+    fn recycled_buffers_are_reused_and_fully_overwritten() {
+        let mut r = Reassembly::new(2);
+        let big = vec![7u8; RECYCLE_MIN + 10];
+        let n = big.len() as u32;
+        assert_eq!(
+            r.place(ci(1, n, 0), 3, &big, true),
+            Placed::Ok { last: true }
+        );
+        let (_, buf) = r.take(1).unwrap();
+        let ptr = buf.as_ptr();
+        r.recycle(buf);
+        r.recycle(vec![0; 8]); // too small to keep
+        assert_eq!(r.spare.len(), 1);
+        let small: Vec<u8> = (0..RECYCLE_MIN as u32).map(|i| i as u8).collect();
+        let m = small.len() as u32;
+        assert_eq!(
+            r.place(ci(2, m, 0), 4, &small, true),
+            Placed::Ok { last: true }
+        );
+        let (tag, got) = r.take(2).unwrap();
+        assert_eq!(
+            (tag, got.as_ptr()),
+            (4, ptr),
+            "the recycled buffer was reused"
+        );
+        assert_eq!(got, small);
+        assert!(r.spare.is_empty());
     }
 }

@@ -246,6 +246,12 @@ impl Connection {
         }
     }
 
+    /// Gives back the buffer of a delivered fragment once the upper layer is done with
+    /// it, so that a later reassembly can reuse it instead of allocating (optional).
+    pub fn recycle_buffer(&mut self, buf: Vec<u8>) {
+        self.reasm.recycle(buf);
+    }
+
     /// Sends a pending delayed ACK at the next `poll_transmit` instead of at its deadline.
     /// For a glue that has just drained its receive queue: nothing more is about to
     /// arrive to coalesce with, and waiting only risks the peer's retransmission timer
