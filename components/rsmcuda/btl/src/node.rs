@@ -11,8 +11,8 @@ use mca::btl::{Btl, Descriptor, SendStatus};
 use mca::convertor::Convertor;
 use mca::{Error, Result};
 use rsmcuda_shm::{
-    FboxReader, FboxWriter, FifoKind, FifoReader, FifoValue, FifoWriter, FragPool, PoolKind,
-    Segment,
+    FboxProbe, FboxReader, FboxWriter, FifoKind, FifoReader, FifoValue, FifoWriter, FragPool,
+    PoolKind, Segment,
 };
 
 use crate::desc::{Table, kind_index};
@@ -60,8 +60,8 @@ pub struct Node {
     /// Where the reader stands (updated under the reader lock), so that progress can
     /// see "nothing arrived" with a few loads and no lock or read-modify-write.
     fifo_hint: AtomicU64,
-    /// Per fast box in `Reader::boxes` (same order): sender and reader position.
-    box_hints: Vec<(u32, AtomicU64)>,
+    /// Per fast box in `Reader::boxes` (same order): its probe and the reader position.
+    box_hints: Vec<(FboxProbe, AtomicU64)>,
     /// Fast boxes to every peer (None for this rank or without fast boxes); a thread that
     /// finds one busy takes the FIFO path.
     fbox_out: Vec<Option<Mutex<FboxWriter>>>,
@@ -108,7 +108,7 @@ impl Node {
             .collect();
         let box_hints = boxes
             .iter()
-            .map(|b| (b.sender(), AtomicU64::new(b.position())))
+            .map(|b| (b.probe(), AtomicU64::new(b.position())))
             .collect();
         let fbox_out: Vec<Option<Mutex<FboxWriter>>> = (0..seg.nranks())
             .map(|r| seg.fbox_writer(r).map(Mutex::new))
@@ -352,9 +352,9 @@ impl Node {
     /// Whether the FIFO or a fast box may hold something: plain loads, no lock.
     fn anything_arrived(&self) -> bool {
         self.seg.fifo_ready(self.fifo_hint.load(Ordering::Relaxed))
-            || self.box_hints.iter().any(|(sender, pos)| {
+            || self.box_hints.iter().any(|(probe, pos)| {
                 let pos = pos.load(Ordering::Relaxed);
-                pos != DEAD_BOX && self.seg.fbox_ready(*sender, pos)
+                pos != DEAD_BOX && probe.ready(pos)
             })
     }
 

@@ -16,7 +16,8 @@
 //!  header = len (bits 0..32) | tag (32..40) | VALID (bit 40) | SKIP (bit 41)
 //! ```
 //!
-//! Positions are byte counters that never wrap; offset = position % ring size. The writer
+//! Positions are byte counters that never wrap; offset = position % ring size (a power of
+//! two, so a mask). The writer
 //! keeps its position locally; the reader keeps its own and publishes it in `read`.
 //!
 //! **Write** (one writer at a time; the glue serialises threads): a record never straddles
@@ -129,7 +130,7 @@ impl FboxWriter {
     fn word(&self, pos: u64) -> &FboxWord {
         self.seg
             .map
-            .get::<FboxWord>(self.ring_off + pos % self.size)
+            .get::<FboxWord>(self.ring_off + (pos & (self.size - 1)))
     }
 
     /// Writes one message of at most `len` bytes with active-message `tag`: `fill` gets
@@ -141,7 +142,7 @@ impl FboxWriter {
             return false;
         }
         let rec = record_bytes(len);
-        let off = self.pos % self.size;
+        let off = self.pos & (self.size - 1);
         let waste = if off + rec > self.size {
             self.size - off
         } else {
@@ -160,7 +161,7 @@ impl FboxWriter {
             }
         }
         let start = self.pos + waste;
-        let data_off = self.ring_off + start % self.size + 8;
+        let data_off = self.ring_off + (start & (self.size - 1)) + 8;
         let ptr = self.seg.map.bytes_ptr(data_off, len);
         // SAFETY: `ptr..ptr+len` is inside the mapping (bounds checked by `bytes_ptr`) and
         // inside this ring (the record does not straddle its end). Those bytes are free:
@@ -224,7 +225,16 @@ impl FboxReader {
         self.sender
     }
 
-    /// The reader's position (for [`crate::Segment::fbox_ready`] from other threads).
+    /// A probe for this box, usable without the reader.
+    pub fn probe(&self) -> FboxProbe {
+        FboxProbe {
+            seg: Arc::clone(&self.seg),
+            ring_off: self.ring_off,
+            mask: self.size - 1,
+        }
+    }
+
+    /// The reader's position (for [`FboxProbe::ready`] from other threads).
     pub fn position(&self) -> u64 {
         self.pos
     }
@@ -232,7 +242,7 @@ impl FboxReader {
     fn word(&self, pos: u64) -> &FboxWord {
         self.seg
             .map
-            .get::<FboxWord>(self.ring_off + pos % self.size)
+            .get::<FboxWord>(self.ring_off + (pos & (self.size - 1)))
     }
 
     /// Delivers up to `max` messages, oldest first, to `deliver(tag, payload)` (the payload
@@ -249,7 +259,7 @@ impl FboxReader {
             if header == 0 {
                 break;
             }
-            let off = self.pos % self.size;
+            let off = self.pos & (self.size - 1);
             let corrupt = FboxCorrupt {
                 sender: self.sender,
                 header,
@@ -287,17 +297,31 @@ impl FboxReader {
     }
 }
 
-/// True if the box from `sender` to `receiver` may hold a message at reader position `pos`
-/// (a cheap check without the reader; a stale `pos` only gives a spurious true).
-pub(crate) fn ready(seg: &SegShared, sender: u32, receiver: u32, pos: u64) -> bool {
-    let size = u64::from(seg.layout.fbox_bytes());
-    if size == 0 {
-        return false;
+/// A cheap arrival check for one fast box that any thread may use without the reader.
+#[derive(Clone)]
+pub struct FboxProbe {
+    seg: Arc<SegShared>,
+    ring_off: u64,
+    mask: u64,
+}
+
+impl fmt::Debug for FboxProbe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FboxProbe")
+            .field("ring_off", &self.ring_off)
+            .finish()
     }
-    let ring_off = seg.layout.fbox_off(sender, receiver) + size_of::<FboxCtrl>() as u64;
-    seg.map
-        .get::<FboxWord>(ring_off + pos % size)
-        .0
-        .load(Relaxed)
-        != 0
+}
+
+impl FboxProbe {
+    /// True if the box may hold a message at reader position `pos` (from
+    /// [`FboxReader::position`]); a stale `pos` only gives a spurious true.
+    pub fn ready(&self, pos: u64) -> bool {
+        self.seg
+            .map
+            .get::<FboxWord>(self.ring_off + (pos & self.mask))
+            .0
+            .load(Relaxed)
+            != 0
+    }
 }

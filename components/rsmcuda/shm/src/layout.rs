@@ -86,7 +86,7 @@ pub struct LayoutParams {
     /// Max fragments per rank (may be 0: then only eager fragments exist).
     pub max_count: u32,
     /// Bytes of each fast box ring (one per ordered pair of ranks, see `fbox.rs`): 0 (no
-    /// fast boxes) or a multiple of 64 in [`MIN_FBOX_BYTES`]..=[`MAX_FBOX_BYTES`].
+    /// fast boxes) or a power of two in [`MIN_FBOX_BYTES`]..=[`MAX_FBOX_BYTES`].
     pub fbox_bytes: u32,
 }
 
@@ -126,7 +126,7 @@ pub enum LayoutError {
         /// The max count asked for.
         max: u32,
     },
-    /// `fbox_bytes` is neither 0 nor a multiple of 64 in the allowed range.
+    /// `fbox_bytes` is neither 0 nor a power of two in the allowed range.
     BadFboxSize(u32),
     /// The total size overflows or exceeds [`MAX_SEGMENT_BYTES`].
     TooLarge {
@@ -155,7 +155,7 @@ impl fmt::Display for LayoutError {
             ),
             Self::BadFboxSize(n) => write!(
                 f,
-                "fast box size {n} is neither 0 nor a multiple of 64 in {MIN_FBOX_BYTES}..={MAX_FBOX_BYTES}"
+                "fast box size {n} is neither 0 nor a power of two in {MIN_FBOX_BYTES}..={MAX_FBOX_BYTES}"
             ),
             Self::TooLarge { what } => write!(
                 f,
@@ -233,7 +233,7 @@ impl Layout {
         }
         if p.fbox_bytes != 0
             && (!(MIN_FBOX_BYTES..=MAX_FBOX_BYTES).contains(&p.fbox_bytes)
-                || !u64::from(p.fbox_bytes).is_multiple_of(CACHE_LINE))
+                || !p.fbox_bytes.is_power_of_two())
         {
             return Err(LayoutError::BadFboxSize(p.fbox_bytes));
         }
@@ -630,7 +630,15 @@ mod tests {
         // Regions and fragments do not move.
         assert_eq!(l.region_off(1), without.region_off(1));
         assert_eq!(l.locate(l.fbox_off(1, 0)), None);
-        for bad in [1, 64, 255, 300, MAX_FBOX_BYTES + 64] {
+        for bad in [
+            1,
+            64,
+            255,
+            300,
+            768,
+            MAX_FBOX_BYTES + 64,
+            MAX_FBOX_BYTES * 2,
+        ] {
             let e = Layout::compute(&LayoutParams {
                 fbox_bytes: bad,
                 ..small()

@@ -531,14 +531,6 @@ impl Segment {
             .flatten()
     }
 
-    /// Cheap check without the reader: may the fast box from `sender` hold a message at
-    /// reader position `pos` (from [`crate::FboxReader::position`])?
-    pub fn fbox_ready(&self, sender: u32, pos: u64) -> bool {
-        sender < self.nranks()
-            && sender != self.rank
-            && crate::fbox::ready(&self.shared, sender, self.rank, pos)
-    }
-
     /// Cheap check without the reader: is a value published at position `head` (from
     /// [`FifoReader::head`]) of this rank's FIFO?
     pub fn fifo_ready(&self, head: u64) -> bool {

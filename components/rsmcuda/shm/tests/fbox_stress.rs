@@ -149,17 +149,18 @@ fn readiness_and_sizes() {
     let peer = Segment::attach(&name, 1, &Retry::default()).unwrap();
     let mut r = seg.fbox_reader(1).unwrap();
     let mut w = peer.fbox_writer(0).unwrap();
-    assert!(!seg.fbox_ready(1, r.position()));
+    let probe = r.probe();
+    assert!(!probe.ready(r.position()));
     assert!(!w.try_send(1, w.max_message() + 1, |_| unreachable!("too large")));
     assert!(w.try_send(7, 3, |b| {
         b.copy_from_slice(b"abc");
         3
     }));
-    assert!(seg.fbox_ready(1, r.position()));
+    assert!(probe.ready(r.position()));
     let mut seen = Vec::new();
     assert_eq!(r.poll(8, |t, p| seen.push((t, p.to_vec()))).unwrap(), 1);
     assert_eq!(seen, vec![(7, b"abc".to_vec())]);
-    assert!(!seg.fbox_ready(1, r.position()));
+    assert!(!probe.ready(r.position()));
     // Fill it: the writer must refuse before overwriting anything unread.
     let mut sent = 0;
     while w.try_send(2, 100, |b| {
@@ -182,7 +183,7 @@ fn readiness_and_sizes() {
             })
             .unwrap();
     }
-    assert!(!seg.fbox_ready(1, r.position()));
+    assert!(!probe.ready(r.position()));
     std::thread::sleep(Duration::from_millis(1));
     // No fast boxes configured: no handles.
     let name = unique_name("fbox-none");
