@@ -11,8 +11,8 @@ use mca::btl::{Btl, Descriptor, SendStatus};
 use mca::convertor::Convertor;
 use mca::{Error, Result};
 use rsmcuda_shm::{
-    FboxProbe, FboxReader, FboxWriter, FifoKind, FifoReader, FifoValue, FifoWriter, FragPool,
-    PoolKind, Segment,
+    FboxProbe, FboxReader, FifoKind, FifoReader, FifoValue, FifoWriter, FragPool, PoolKind,
+    Segment, SharedFboxWriter,
 };
 
 use crate::desc::{Table, kind_index};
@@ -64,7 +64,7 @@ pub struct Node {
     box_hints: Vec<(FboxProbe, AtomicU64)>,
     /// Fast boxes to every peer (None for this rank or without fast boxes); a thread that
     /// finds one busy takes the FIFO path.
-    fbox_out: Vec<Option<Mutex<FboxWriter>>>,
+    fbox_out: Vec<Option<SharedFboxWriter>>,
     /// The largest message (ob1 header included) a fast box takes; 0 without.
     fbox_max: usize,
     writers: Vec<FifoWriter>,
@@ -110,13 +110,13 @@ impl Node {
             .iter()
             .map(|b| (b.probe(), AtomicU64::new(b.position())))
             .collect();
-        let fbox_out: Vec<Option<Mutex<FboxWriter>>> = (0..seg.nranks())
-            .map(|r| seg.fbox_writer(r).map(Mutex::new))
+        let fbox_out: Vec<Option<SharedFboxWriter>> = (0..seg.nranks())
+            .map(|r| seg.fbox_writer(r).map(SharedFboxWriter::new))
             .collect();
         let fbox_max = fbox_out
             .iter()
             .flatten()
-            .map(|w| lock(w).max_message())
+            .map(SharedFboxWriter::max_message)
             .min()
             .unwrap_or(0);
         Ok(Node {
@@ -234,8 +234,10 @@ impl Node {
         if total <= self.fbox_max
             && self.fifo_out[peer as usize].load(Ordering::Acquire) == 0
             && let Some(Some(out)) = self.fbox_out.get(peer as usize)
-            && let Ok(mut out) = out.try_lock()
         {
+            // Counted before the ring stores: a locked increment after them would wait
+            // for them to drain (taken back below if nothing was sent).
+            stats::bump(&stats::SENDIS);
             let sent = out.try_send(tag, total, |buf| {
                 buf[..header.len()].copy_from_slice(header);
                 let packed = if payload_size > 0 {
@@ -245,10 +247,10 @@ impl Node {
                 };
                 header.len() + packed
             });
-            if sent {
-                stats::bump(&stats::SENDIS);
+            if sent == Some(true) {
                 return true;
             }
+            stats::add_signed(&stats::SENDIS, -1);
         }
         if total > self.eager_capacity() {
             return false;

@@ -48,8 +48,10 @@
 //!
 //! Raw module: the payload byte ranges are the one `unsafe` use here (see SAFETY notes).
 
+use std::cell::UnsafeCell;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::repr::{FboxCtrl, FboxWord};
@@ -179,6 +181,69 @@ impl FboxWriter {
         }
         self.pos = start + rec;
         true
+    }
+}
+
+/// An [`FboxWriter`] that threads share: one writes at a time, the others are told the box
+/// is busy (and take another path). Unlike a `Mutex`, releasing it is a plain Release
+/// store: a locked read-modify-write right after the ring stores would wait for those
+/// stores (cache lines the reader owns) to drain, about one cross-core miss per message.
+pub struct SharedFboxWriter {
+    busy: AtomicBool,
+    max_message: usize,
+    inner: UnsafeCell<FboxWriter>,
+}
+
+// SAFETY: `inner` is only accessed by the thread that switched `busy` from false to true
+// (Acquire), until it stores false (Release): exclusive access, ordered between threads.
+// `FboxWriter` itself is `Send`.
+unsafe impl Sync for SharedFboxWriter {}
+
+impl fmt::Debug for SharedFboxWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedFboxWriter")
+            .field("busy", &self.busy.load(Relaxed))
+            .finish()
+    }
+}
+
+impl SharedFboxWriter {
+    /// Wraps a writer.
+    pub fn new(writer: FboxWriter) -> Self {
+        Self {
+            busy: AtomicBool::new(false),
+            max_message: writer.max_message(),
+            inner: UnsafeCell::new(writer),
+        }
+    }
+
+    /// The largest message (bytes) this box ever takes.
+    pub fn max_message(&self) -> usize {
+        self.max_message
+    }
+
+    /// [`FboxWriter::try_send`] if no other thread is writing this box; None (nothing
+    /// written, `fill` not called) if one is. If `fill` panics the box stays busy for good
+    /// (callers then use their other path).
+    pub fn try_send(
+        &self,
+        tag: u8,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Option<bool> {
+        if self
+            .busy
+            .compare_exchange(false, true, Acquire, Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        // SAFETY: we switched `busy` to true, so no other reference to `inner` exists until
+        // we store false below (see the `Sync` impl).
+        let writer = unsafe { &mut *self.inner.get() };
+        let sent = writer.try_send(tag, len, fill);
+        self.busy.store(false, Release);
+        Some(sent)
     }
 }
 

@@ -1,15 +1,14 @@
-//! Fast boxes under contention: writer threads sharing one box (serialised by a mutex, as
+//! Fast boxes under contention: writer threads sharing one box (a `SharedFboxWriter`, as
 //! the glue does) and a writer process, against one reader, over a small ring so that it
 //! is full and wraps all the time. Every message must arrive exactly once, intact, with its
 //! tag, and each writer's messages in order.
 
 mod common;
 
-use std::sync::Mutex;
 use std::time::Duration;
 
 use common::{ChildProc, child_role, report, spawn, unique_name, var};
-use rsmcuda_shm::{FboxReader, FboxWriter, LayoutParams, Retry, Segment, SegmentName};
+use rsmcuda_shm::{FboxReader, LayoutParams, Retry, Segment, SegmentName, SharedFboxWriter};
 
 fn params(fbox_bytes: u32) -> LayoutParams {
     LayoutParams {
@@ -33,14 +32,14 @@ fn byte_of(w: u32, i: u64, k: usize) -> u8 {
     (i as u8).wrapping_mul(31) ^ (w as u8) ^ (k as u8)
 }
 
-/// Sends `n` messages as writer `w`, retrying while the box is full; returns the retries.
-fn write_all(out: &Mutex<FboxWriter>, w: u32, n: u64) -> u64 {
+/// Sends `n` messages as writer `w`, retrying while the box is full or another thread
+/// writes it; returns the retries.
+fn write_all(out: &SharedFboxWriter, w: u32, n: u64) -> u64 {
     let mut full = 0;
     for i in 0..n {
         loop {
-            let mut b = out.lock().unwrap();
-            let len = len_of(w, i, b.max_message());
-            let sent = b.try_send((i % 251) as u8, len, |buf| {
+            let len = len_of(w, i, out.max_message());
+            let sent = out.try_send((i % 251) as u8, len, |buf| {
                 buf[..4].copy_from_slice(&w.to_ne_bytes());
                 buf[4..12].copy_from_slice(&i.to_ne_bytes());
                 for (k, x) in buf.iter_mut().enumerate().skip(12) {
@@ -48,8 +47,7 @@ fn write_all(out: &Mutex<FboxWriter>, w: u32, n: u64) -> u64 {
                 }
                 len
             });
-            drop(b);
-            if sent {
+            if sent == Some(true) {
                 break;
             }
             full += 1;
@@ -100,7 +98,7 @@ fn child_entry() {
     let name = SegmentName::new(&var("SEG")).unwrap();
     let n: u64 = var("N").parse().unwrap();
     let seg = Segment::attach(&name, 1, &Retry::default()).unwrap();
-    let out = Mutex::new(seg.fbox_writer(0).unwrap());
+    let out = SharedFboxWriter::new(seg.fbox_writer(0).unwrap());
     let full = write_all(&out, 0, n);
     report(&format!("done full={full}"));
 }
@@ -114,8 +112,8 @@ fn threads_3x100k_through_a_256_byte_box() {
     let peer = Segment::attach(&name, 1, &Retry::default()).unwrap();
     assert!(seg.fbox_writer(0).is_none(), "no box to oneself");
     let mut reader = seg.fbox_reader(1).unwrap();
-    let out = Mutex::new(peer.fbox_writer(0).unwrap());
-    let max = out.lock().unwrap().max_message();
+    let out = SharedFboxWriter::new(peer.fbox_writer(0).unwrap());
+    let max = out.max_message();
     assert_eq!(max, 56);
     std::thread::scope(|s| {
         for w in 0..W {
