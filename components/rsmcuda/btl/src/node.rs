@@ -381,11 +381,12 @@ impl Node {
             if hint.load(Ordering::Relaxed) == DEAD_BOX {
                 continue;
             }
+            // RECEIVES is counted once per box and pass, not per message.
             match b.poll(self.poll_batch, |tag, payload| {
-                btl.deliver_one(tag, payload);
-                stats::bump(&stats::RECEIVES);
+                btl.deliver_one(tag, payload)
             }) {
                 Ok(n) => {
+                    stats::add(&stats::RECEIVES, n as u64);
                     handled += n;
                     hint.store(b.position(), Ordering::Relaxed);
                 }
