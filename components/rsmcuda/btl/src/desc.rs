@@ -6,7 +6,7 @@
 //! The binding never changes, so an ACK (which names the fragment) finds its
 //! descriptor by index, and a descriptor ob1 keeps after completion keeps its fragment.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use mca::btl::{Descriptor, Frag};
 use rsmcuda_shm::{FragPool, PoolKind};
@@ -19,6 +19,8 @@ pub struct Extra {
     /// No completion callback is owed when the ACK comes back: the send returned 1
     /// (BTL-owned, no ALWAYS_CALLBACK), or the fragment was sent by sendi.
     pub silent: AtomicBool,
+    /// The local rank the fragment was last sent to (set before it is pushed).
+    pub peer: AtomicU32,
 }
 
 pub fn kind_index(kind: PoolKind) -> usize {
@@ -52,6 +54,7 @@ impl Table {
                     kind,
                     index: frag.index(),
                     silent: AtomicBool::new(false),
+                    peer: AtomicU32::new(0),
                 });
                 d.set_segments(&[(addr, capacity)]);
                 let list = &mut slots[kind_index(kind)];

@@ -3,14 +3,17 @@
 //! queues that keep values whose FIFO was full (backpressure, in order).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use mca::btl::{Btl, Descriptor, SendStatus};
 use mca::convertor::Convertor;
 use mca::{Error, Result};
-use rsmcuda_shm::{FifoKind, FifoReader, FifoValue, FifoWriter, FragPool, PoolKind, Segment};
+use rsmcuda_shm::{
+    FboxProbe, FboxReader, FifoKind, FifoReader, FifoValue, FifoWriter, FragPool, PoolKind,
+    Segment, SharedFboxWriter,
+};
 
 use crate::desc::{Table, kind_index};
 use crate::stats;
@@ -41,11 +44,34 @@ struct Pending {
     waiting: AtomicBool,
 }
 
+/// What only one thread at a time reads: this rank's FIFO and the fast boxes into it.
+struct Reader {
+    fifo: FifoReader,
+    boxes: Vec<FboxReader>,
+}
+
+/// A fast box reader's position hint meaning "this box is not polled any more".
+const DEAD_BOX: u64 = u64::MAX;
+
 pub struct Node {
     pub seg: Segment,
     send: Mutex<SendSide>,
-    reader: Mutex<FifoReader>,
+    reader: Mutex<Reader>,
+    /// Where the reader stands (updated under the reader lock), so that progress can
+    /// see "nothing arrived" with a few loads and no lock or read-modify-write.
+    fifo_hint: AtomicU64,
+    /// Per fast box in `Reader::boxes` (same order): its probe and the reader position.
+    box_hints: Vec<(FboxProbe, AtomicU64)>,
+    /// Fast boxes to every peer (None for this rank or without fast boxes); a thread that
+    /// finds one busy takes the FIFO path.
+    fbox_out: Vec<Option<SharedFboxWriter>>,
+    /// The largest message (ob1 header included) a fast box takes; 0 without.
+    fbox_max: usize,
     writers: Vec<FifoWriter>,
+    /// Per peer: fragments sent through the FIFO and not returned yet. A fast box is used
+    /// only while it is 0, so that a message never overtakes an earlier one to the same
+    /// peer (per-peer order as with the FIFO alone).
+    fifo_out: Vec<AtomicUsize>,
     pending: Vec<Pending>,
     peers_waiting: AtomicUsize,
     table: Table,
@@ -77,10 +103,34 @@ impl Node {
         let tokens = counts.map(|n| (0..n).map(|_| None).collect());
         let pending = (0..seg.nranks()).map(|_| Pending::default()).collect();
         let attach_wait = seg.is_leader().then(|| (Instant::now(), attach_timeout));
+        let boxes: Vec<FboxReader> = (0..seg.nranks())
+            .filter_map(|r| seg.fbox_reader(r))
+            .collect();
+        let box_hints = boxes
+            .iter()
+            .map(|b| (b.probe(), AtomicU64::new(b.position())))
+            .collect();
+        let fbox_out: Vec<Option<SharedFboxWriter>> = (0..seg.nranks())
+            .map(|r| seg.fbox_writer(r).map(SharedFboxWriter::new))
+            .collect();
+        let fbox_max = fbox_out
+            .iter()
+            .flatten()
+            .map(SharedFboxWriter::max_message)
+            .min()
+            .unwrap_or(0);
         Ok(Node {
             send: Mutex::new(SendSide { pool, tokens }),
-            reader: Mutex::new(reader),
+            fifo_hint: AtomicU64::new(reader.head()),
+            reader: Mutex::new(Reader {
+                fifo: reader,
+                boxes,
+            }),
+            box_hints,
+            fbox_out,
+            fbox_max,
             writers,
+            fifo_out: (0..seg.nranks()).map(|_| AtomicUsize::new(0)).collect(),
             pending,
             peers_waiting: AtomicUsize::new(0),
             table,
@@ -155,6 +205,8 @@ impl Node {
         let silent = des.btl_owned() && !des.always_callback();
         // Stored before the push: the ACK may be handled by another thread at once.
         extra.silent.store(silent, Ordering::Release);
+        extra.peer.store(peer, Ordering::Relaxed);
+        self.fifo_out[peer as usize].fetch_add(1, Ordering::AcqRel);
         stats::bump(&stats::SENDS);
         let pushed = self.push_or_queue(peer, value, || {
             // Queued: report completion through the callback, like smcuda, so ob1
@@ -179,6 +231,27 @@ impl Node {
         tag: u8,
     ) -> bool {
         let total = header.len() + payload_size;
+        if total <= self.fbox_max
+            && self.fifo_out[peer as usize].load(Ordering::Acquire) == 0
+            && let Some(Some(out)) = self.fbox_out.get(peer as usize)
+        {
+            // Counted before the ring stores: a locked increment after them would wait
+            // for them to drain (taken back below if nothing was sent).
+            stats::bump(&stats::SENDIS);
+            let sent = out.try_send(tag, total, |buf| {
+                buf[..header.len()].copy_from_slice(header);
+                let packed = if payload_size > 0 {
+                    convertor.pack(&mut buf[header.len()..total])
+                } else {
+                    0
+                };
+                header.len() + packed
+            });
+            if sent == Some(true) {
+                return true;
+            }
+            stats::add_signed(&stats::SENDIS, -1);
+        }
         if total > self.eager_capacity() {
             return false;
         }
@@ -198,12 +271,15 @@ impl Node {
                 side.pool.free(frag);
                 return false;
             };
-            self.table.extra(des).silent.store(true, Ordering::Release);
+            let extra = self.table.extra(des);
+            extra.silent.store(true, Ordering::Release);
+            extra.peer.store(peer, Ordering::Relaxed);
             match side.pool.post(frag, header.len() + packed, tag) {
                 Ok(v) => v,
                 Err(_) => return false,
             }
         };
+        self.fifo_out[peer as usize].fetch_add(1, Ordering::AcqRel);
         stats::bump(&stats::SENDIS);
         self.push_or_queue(peer, value, || {});
         true
@@ -275,15 +351,51 @@ impl Node {
         self.pending.iter().map(|p| lock(&p.queue).len()).sum()
     }
 
-    /// One progress pass: pending values, then up to `poll_batch` FIFO entries.
+    /// Whether the FIFO or a fast box may hold something: plain loads, no lock.
+    fn anything_arrived(&self) -> bool {
+        self.seg.fifo_ready(self.fifo_hint.load(Ordering::Relaxed))
+            || self.box_hints.iter().any(|(probe, pos)| {
+                let pos = pos.load(Ordering::Relaxed);
+                pos != DEAD_BOX && probe.ready(pos)
+            })
+    }
+
+    /// One progress pass: pending values, then up to `poll_batch` messages from each
+    /// fast box and up to `poll_batch` FIFO entries.
     pub fn progress<M: mca::btl::BtlModule>(&self, btl: &Btl<M>) -> usize {
         self.check_attach();
         let mut handled = self.drain_pending();
+        if !self.anything_arrived() {
+            return handled;
+        }
         // One reader at a time; a thread that finds it busy (or a re-entrant call
         // from inside a receive callback) simply has nothing to do.
-        let Ok(mut reader) = self.reader.try_lock() else {
+        let Ok(mut guard) = self.reader.try_lock() else {
             return handled;
         };
+        let Reader {
+            fifo: reader,
+            boxes,
+        } = &mut *guard;
+        for (b, (_, hint)) in boxes.iter_mut().zip(&self.box_hints) {
+            if hint.load(Ordering::Relaxed) == DEAD_BOX {
+                continue;
+            }
+            // RECEIVES is counted once per box and pass, not per message.
+            match b.poll(self.poll_batch, |tag, payload| {
+                btl.deliver_one(tag, payload)
+            }) {
+                Ok(n) => {
+                    stats::add(&stats::RECEIVES, n as u64);
+                    handled += n;
+                    hint.store(b.position(), Ordering::Relaxed);
+                }
+                Err(e) => {
+                    hint.store(DEAD_BOX, Ordering::Relaxed);
+                    corrupt(&format!("{e}; that fast box is no longer read"));
+                }
+            }
+        }
         for _ in 0..self.poll_batch {
             let Some(received) = reader.pop() else {
                 break;
@@ -308,6 +420,7 @@ impl Node {
                 _ => corrupt(&format!("a value of unknown type: {:?}", received.value())),
             }
         }
+        self.fifo_hint.store(reader.head(), Ordering::Relaxed);
         handled
     }
 
@@ -325,6 +438,14 @@ impl Node {
             .ok_or("not one of this rank's fragments")?;
         let des = self.table.get(loc.kind, loc.index).ok_or("no descriptor")?;
         let extra = self.table.extra(des);
+        if let Some(out) = self
+            .fifo_out
+            .get(extra.peer.load(Ordering::Relaxed) as usize)
+        {
+            // Release: a sender that sees the count drop (Acquire) may use the fast box,
+            // the receiver having delivered this fragment before returning it.
+            out.fetch_sub(1, Ordering::AcqRel);
+        }
         let status = if ack.ok() { 0 } else { mca::sys::OPAL_ERROR };
         if extra.silent.load(Ordering::Acquire) {
             lock(&self.send)

@@ -176,6 +176,19 @@ pub fn join(
     })
 }
 
+/// Fast box ring per ordered pair of ranks (messages up to a quarter of it go inline):
+/// 64 KiB for 2 ranks, halved as the rank count doubles, 8 KiB up to 32 ranks (8 MiB in
+/// all), none above (they grow with the square of the rank count).
+fn fbox_bytes(nranks: u32) -> u32 {
+    match nranks {
+        0..=2 => 64 << 10,
+        3..=4 => 32 << 10,
+        5..=8 => 16 << 10,
+        9..=32 => 8 << 10,
+        _ => 0,
+    }
+}
+
 /// The layout this rank would create, from its parameters and ob1's limits.
 fn layout_params(nranks: u32, limits: (usize, usize)) -> LayoutParams {
     let p = params::get();
@@ -186,6 +199,7 @@ fn layout_params(nranks: u32, limits: (usize, usize)) -> LayoutParams {
         eager_count: p.eager_frags.get() as u32,
         max_size: limits.1 as u32,
         max_count: p.max_frags.get() as u32,
+        fbox_bytes: fbox_bytes(nranks),
     }
 }
 

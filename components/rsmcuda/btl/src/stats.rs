@@ -21,6 +21,11 @@ pub fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Relaxed);
 }
 
+/// Takes back a count made ahead of time.
+pub fn add_signed(counter: &AtomicU64, n: i64) {
+    counter.fetch_add(n as u64, Relaxed);
+}
+
 pub fn add(counter: &AtomicU64, n: u64) {
     counter.fetch_add(n, Relaxed);
 }

@@ -233,6 +233,12 @@ pub(crate) fn pop(slots: &[Slot], head: &mut u64) -> Option<u64> {
     Some(v)
 }
 
+/// True if the value at position `head` is published (what `pop` would return).
+pub(crate) fn ready(slots: &[Slot], head: u64) -> bool {
+    let n = slots.len() as u64;
+    slots[(head & (n - 1)) as usize].seq.load(Relaxed) == head + 1
+}
+
 /// A handle for pushing into one receiver's FIFO. Cheap to clone; `Send + Sync`: any number
 /// of threads and processes may push concurrently.
 #[derive(Clone)]
@@ -293,6 +299,11 @@ impl FifoReader {
     /// handed out once, so its payload cannot be read after it was acknowledged.
     pub fn incoming(&self, received: Received) -> Result<Incoming<'_>, FragError> {
         Incoming::validate(&self.seg, received.0)
+    }
+
+    /// The position of the next value to pop (for [`crate::Segment::fifo_ready`]).
+    pub fn head(&self) -> u64 {
+        self.head
     }
 
     /// The rank whose FIFO this is.

@@ -29,6 +29,11 @@
 
 use std::fmt;
 
+/// Smallest fast box ring (bytes).
+pub const MIN_FBOX_BYTES: u32 = 256;
+/// Largest fast box ring (bytes).
+pub const MAX_FBOX_BYTES: u32 = 1 << 20;
+
 /// Cache line size assumed for padding (x86_64 and most aarch64 parts).
 pub const CACHE_LINE: u64 = 64;
 /// Page size used to align rank regions (so regions can be bound to NUMA nodes).
@@ -80,6 +85,9 @@ pub struct LayoutParams {
     pub max_size: u32,
     /// Max fragments per rank (may be 0: then only eager fragments exist).
     pub max_count: u32,
+    /// Bytes of each fast box ring (one per ordered pair of ranks, see `fbox.rs`): 0 (no
+    /// fast boxes) or a power of two in [`MIN_FBOX_BYTES`]..=[`MAX_FBOX_BYTES`].
+    pub fbox_bytes: u32,
 }
 
 impl LayoutParams {
@@ -92,6 +100,7 @@ impl LayoutParams {
             eager_count: 128,
             max_size: 32768,
             max_count: 32,
+            fbox_bytes: 0,
         }
     }
 }
@@ -117,6 +126,8 @@ pub enum LayoutError {
         /// The max count asked for.
         max: u32,
     },
+    /// `fbox_bytes` is neither 0 nor a power of two in the allowed range.
+    BadFboxSize(u32),
     /// The total size overflows or exceeds [`MAX_SEGMENT_BYTES`].
     TooLarge {
         /// Which part of the computation overflowed.
@@ -141,6 +152,10 @@ impl fmt::Display for LayoutError {
             Self::BadFragCount { eager, max } => write!(
                 f,
                 "fragment counts eager={eager} max={max}: need 1 <= eager, both <= {MAX_FRAG_COUNT}"
+            ),
+            Self::BadFboxSize(n) => write!(
+                f,
+                "fast box size {n} is neither 0 nor a power of two in {MIN_FBOX_BYTES}..={MAX_FBOX_BYTES}"
             ),
             Self::TooLarge { what } => write!(
                 f,
@@ -177,6 +192,7 @@ pub struct Layout {
     max_in_region: u64,
     eager_stride: u64,
     max_stride: u64,
+    fbox_off: u64,
     total: u64,
 }
 
@@ -214,6 +230,12 @@ impl Layout {
                 eager: p.eager_count,
                 max: p.max_count,
             });
+        }
+        if p.fbox_bytes != 0
+            && (!(MIN_FBOX_BYTES..=MAX_FBOX_BYTES).contains(&p.fbox_bytes)
+                || !p.fbox_bytes.is_power_of_two())
+        {
+            return Err(LayoutError::BadFboxSize(p.fbox_bytes));
         }
         let n = u64::from(p.nranks);
         let rank_table_off = HEADER_BYTES;
@@ -253,11 +275,23 @@ impl Layout {
                 .and_then(|e| align_up(e, PAGE)),
             "max pool",
         )?;
-        let total = checked(
+        let fbox_off = checked(
             region_bytes
                 .checked_mul(n)
                 .and_then(|b| b.checked_add(regions_off)),
             "total size",
+        )?;
+        let fbox_stride = if p.fbox_bytes == 0 {
+            0
+        } else {
+            CACHE_LINE + u64::from(p.fbox_bytes)
+        };
+        let total = checked(
+            n.checked_mul(n)
+                .and_then(|pairs| pairs.checked_mul(fbox_stride))
+                .and_then(|b| b.checked_add(fbox_off))
+                .and_then(|e| align_up(e, PAGE)),
+            "fast boxes",
         )?;
         if usize::try_from(total).is_err() {
             return Err(LayoutError::TooLarge {
@@ -274,6 +308,7 @@ impl Layout {
             max_in_region,
             eager_stride,
             max_stride,
+            fbox_off,
             total,
         })
     }
@@ -293,6 +328,17 @@ impl Layout {
     /// Total segment bytes.
     pub fn total_size(&self) -> u64 {
         self.total
+    }
+    /// Bytes of each fast box ring (0: no fast boxes).
+    pub fn fbox_bytes(&self) -> u32 {
+        self.params.fbox_bytes
+    }
+    /// Offset of the fast box carrying messages from `sender` to `receiver`: one cache
+    /// line of control (the reader's position) followed by the ring.
+    pub fn fbox_off(&self, sender: u32, receiver: u32) -> u64 {
+        debug_assert!(sender < self.params.nranks && receiver < self.params.nranks);
+        let pair = u64::from(receiver) * u64::from(self.params.nranks) + u64::from(sender);
+        self.fbox_off + pair * (CACHE_LINE + u64::from(self.params.fbox_bytes))
     }
     /// Offset of rank `r`'s entry in the rank table.
     pub fn rank_entry_off(&self, r: u32) -> u64 {
@@ -413,6 +459,7 @@ mod tests {
             eager_count: 5,
             max_size: 1000,
             max_count: 2,
+            fbox_bytes: 0,
         }
     }
 
@@ -446,6 +493,7 @@ mod tests {
                         eager_count: 3,
                         max_size,
                         max_count: 2,
+                        fbox_bytes: 0,
                     };
                     let l = Layout::compute(&p).unwrap();
                     let mut spans = vec![(0, HEADER_BYTES)];
@@ -565,6 +613,43 @@ mod tests {
     }
 
     #[test]
+    fn fast_boxes_follow_the_regions() {
+        let without = Layout::compute(&small()).unwrap();
+        let p = LayoutParams {
+            fbox_bytes: 256,
+            ..small()
+        };
+        let l = Layout::compute(&p).unwrap();
+        let n = u64::from(p.nranks);
+        let first = without.total_size();
+        assert_eq!(l.fbox_off(0, 0), first);
+        assert_eq!(l.fbox_off(1, 0), first + CACHE_LINE + 256);
+        assert_eq!(l.fbox_off(0, 1), first + n * (CACHE_LINE + 256));
+        let last = l.fbox_off(p.nranks - 1, p.nranks - 1) + CACHE_LINE + 256;
+        assert_eq!(l.total_size(), last.next_multiple_of(PAGE));
+        // Regions and fragments do not move.
+        assert_eq!(l.region_off(1), without.region_off(1));
+        assert_eq!(l.locate(l.fbox_off(1, 0)), None);
+        for bad in [
+            1,
+            64,
+            255,
+            300,
+            768,
+            MAX_FBOX_BYTES + 64,
+            MAX_FBOX_BYTES * 2,
+        ] {
+            let e = Layout::compute(&LayoutParams {
+                fbox_bytes: bad,
+                ..small()
+            })
+            .unwrap_err();
+            assert_eq!(e, LayoutError::BadFboxSize(bad));
+            assert!(e.to_string().contains("fast box"), "{e}");
+        }
+    }
+
+    #[test]
     fn overflow_is_a_clear_error() {
         let p = LayoutParams {
             nranks: MAX_RANKS,
@@ -573,6 +658,7 @@ mod tests {
             eager_count: MAX_FRAG_COUNT,
             max_size: MAX_FRAG_PAYLOAD,
             max_count: MAX_FRAG_COUNT,
+            fbox_bytes: MAX_FBOX_BYTES,
         };
         let e = Layout::compute(&p).unwrap_err();
         assert!(matches!(e, LayoutError::TooLarge { .. }));
@@ -596,6 +682,7 @@ mod tests {
         assert!(big.fifo_never_full()); // 3 ranks * 7 frags = 21 <= 32
         let no_max = Layout::compute(&LayoutParams {
             max_count: 0,
+            fbox_bytes: 0,
             ..small()
         })
         .unwrap();

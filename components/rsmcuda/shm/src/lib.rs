@@ -12,10 +12,11 @@
 //! the layout diagram, the FIFO algorithm and the lifecycle guarantees.
 //!
 //! This is one of the crate's few places with `unsafe`: it lives in `sys.rs` (libc calls),
-//! `mapping.rs` (offset → reference), `freelist.rs` (payload byte ranges) and `cma.rs`.
+//! `mapping.rs` (offset → reference), `freelist.rs` and `fbox.rs` (payload byte ranges) and `cma.rs`.
 
 pub mod cma;
 mod error;
+mod fbox;
 mod fifo;
 mod freelist;
 mod layout;
@@ -26,13 +27,15 @@ mod segment;
 mod sys;
 
 pub use error::{FragError, ShmError};
+pub use fbox::{FboxCorrupt, FboxProbe, FboxReader, FboxWriter, SharedFboxWriter};
 pub use fifo::{
     FifoKind, FifoReader, FifoValue, FifoWriter, Full, Received, STATUS_BIT, TAG_MASK, TYPE_MASK,
 };
 pub use freelist::{AckInfo, Frag, FragPool, Incoming};
 pub use layout::{
-    CACHE_LINE, FRAG_HEADER_BYTES, FragLoc, Layout, LayoutError, LayoutParams, MAX_FIFO_SIZE,
-    MAX_FRAG_COUNT, MAX_FRAG_PAYLOAD, MAX_RANKS, MAX_SEGMENT_BYTES, PoolKind,
+    CACHE_LINE, FRAG_HEADER_BYTES, FragLoc, Layout, LayoutError, LayoutParams, MAX_FBOX_BYTES,
+    MAX_FIFO_SIZE, MAX_FRAG_COUNT, MAX_FRAG_PAYLOAD, MAX_RANKS, MAX_SEGMENT_BYTES, MIN_FBOX_BYTES,
+    PoolKind,
 };
 pub use name::SegmentName;
 pub use repr::{LAYOUT_VERSION, MAGIC};

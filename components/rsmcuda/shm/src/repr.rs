@@ -20,7 +20,7 @@ use crate::layout::{
 /// done yet.
 pub const MAGIC: u64 = u64::from_be_bytes(*b"RSMCUDA1");
 /// Version of the layout in this file and `layout.rs`; bump on any change.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Bit of [`StateLine::attached`] set by `abandon_waiting`: no attach succeeds after it.
 pub const ABANDONED_BIT: u32 = 1 << 31;
 
@@ -60,6 +60,8 @@ pub struct IdentityLine {
     pub leader_rank: AtomicU32,
     /// Process id of the creator.
     pub leader_pid: AtomicU32,
+    /// `LayoutParams::fbox_bytes`.
+    pub fbox_bytes: AtomicU32,
 }
 
 /// The mutable lifecycle state (its own cache line).
@@ -147,6 +149,17 @@ pub struct FragHeader {
     pub user: AtomicU64,
 }
 
+/// The control line of a fast box: the reader's position (bytes consumed, never wraps).
+#[repr(C, align(64))]
+pub struct FboxCtrl {
+    /// Written by the reader (Release) after it is done with the bytes before it.
+    pub read: AtomicU64,
+}
+
+/// One 8-byte word of a fast box ring (a record header, or the zero that ends the data).
+#[repr(C)]
+pub struct FboxWord(pub AtomicU64);
+
 // SAFETY: every type below is #[repr(C)] and made only of atomics (or of such types),
 // hence valid for all bit patterns, interior-mutable and Sync.
 unsafe impl Shared for SegmentHeader {}
@@ -158,6 +171,10 @@ unsafe impl Shared for FifoCtrl {}
 unsafe impl Shared for Slot {}
 // SAFETY: as above.
 unsafe impl Shared for FragHeader {}
+// SAFETY: as above.
+unsafe impl Shared for FboxCtrl {}
+// SAFETY: as above.
+unsafe impl Shared for FboxWord {}
 
 const _: () = {
     assert!(size_of::<SegmentHeader>() as u64 == HEADER_BYTES);
@@ -165,6 +182,7 @@ const _: () = {
     assert!(size_of::<FifoCtrl>() as u64 == FIFO_CTRL_BYTES);
     assert!(size_of::<Slot>() as u64 == SLOT_BYTES);
     assert!(size_of::<FragHeader>() as u64 == FRAG_HEADER_BYTES);
+    assert!(size_of::<FboxCtrl>() == 64);
     assert!(align_of::<SegmentHeader>() == 64);
     assert!(align_of::<FifoCtrl>() == 64);
     assert!(align_of::<Slot>() <= SLOT_BYTES as usize);

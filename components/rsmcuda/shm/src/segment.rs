@@ -313,6 +313,7 @@ impl Segment {
             eager_count: id.eager_count.load(Relaxed),
             max_size: id.max_size.load(Relaxed),
             max_count: id.max_count.load(Relaxed),
+            fbox_bytes: id.fbox_bytes.load(Relaxed),
         };
         let layout = Layout::compute(&params)?;
         let header_size = id.total_size.load(Relaxed);
@@ -513,6 +514,34 @@ impl Segment {
     /// This rank's fragment pools. Claimable once per segment: the free lists live in this
     /// process only (only the owner allocates), so a second pool would hand out fragments
     /// that are in flight.
+    /// The writing end of the fast box from this rank to `receiver` (None without fast
+    /// boxes or for this rank itself). One per process and receiver: the writer's position
+    /// is kept in the handle.
+    pub fn fbox_writer(&self, receiver: u32) -> Option<crate::fbox::FboxWriter> {
+        (receiver < self.nranks() && receiver != self.rank)
+            .then(|| crate::fbox::FboxWriter::new(Arc::clone(&self.shared), self.rank, receiver))
+            .flatten()
+    }
+
+    /// The reading end of the fast box from `sender` to this rank (None without fast boxes
+    /// or for this rank itself). Keep one per sender, used by one thread at a time.
+    pub fn fbox_reader(&self, sender: u32) -> Option<crate::fbox::FboxReader> {
+        (sender < self.nranks() && sender != self.rank)
+            .then(|| crate::fbox::FboxReader::new(Arc::clone(&self.shared), sender, self.rank))
+            .flatten()
+    }
+
+    /// Cheap check without the reader: is a value published at position `head` (from
+    /// [`FifoReader::head`]) of this rank's FIFO?
+    pub fn fifo_ready(&self, head: u64) -> bool {
+        let l = &self.shared.layout;
+        let slots = self
+            .shared
+            .map
+            .slice::<Slot>(l.fifo_slots_off(self.rank), l.fifo_size() as usize);
+        crate::fifo::ready(slots, head)
+    }
+
     pub fn frag_pool(&self) -> Result<FragPool, ShmError> {
         let e = self.shared.rank_entry(self.rank);
         if e.pool_claimed
@@ -539,6 +568,7 @@ fn init_segment(s: &SegShared, leader: u32) {
     id.eager_count.store(p.eager_count, Relaxed);
     id.max_size.store(p.max_size, Relaxed);
     id.max_count.store(p.max_count, Relaxed);
+    id.fbox_bytes.store(p.fbox_bytes, Relaxed);
     id.leader_rank.store(leader, Relaxed);
     id.leader_pid.store(std::process::id(), Relaxed);
     hdr.state.0.attached.store(1, Relaxed);

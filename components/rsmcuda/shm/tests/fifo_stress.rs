@@ -18,6 +18,7 @@ fn params(nranks: u32, fifo_size: u32) -> LayoutParams {
         eager_count: 1,
         max_size: 64,
         max_count: 0,
+        fbox_bytes: 0,
     }
 }
 

@@ -20,6 +20,7 @@ fn params() -> LayoutParams {
         eager_count: 4,
         max_size: 5000,
         max_count: 2,
+        fbox_bytes: 0,
     }
 }
 
@@ -269,6 +270,7 @@ fn cross_process_echo_all_sizes() {
         eager_count: 16,
         max_size: 8192,
         max_count: 8,
+        fbox_bytes: 0,
     };
     let name = unique_name("echo");
     let seg = Segment::create(&name, &p, 0).unwrap();

@@ -19,6 +19,7 @@ fn params(nranks: u32) -> LayoutParams {
         eager_count: 8,
         max_size: 4096,
         max_count: 2,
+        fbox_bytes: 0,
     }
 }
 

@@ -1,0 +1,392 @@
+//! Fast boxes: one single-writer single-reader byte ring per ordered pair of ranks, for
+//! small messages copied inline (no fragment, no FIFO value, no return of a fragment).
+//!
+//! # Design
+//!
+//! A message through the FIFO costs a fragment allocation, a SEND value pushed with a CAS
+//! on the receiver's shared tail, and the fragment's return (an ACK value pushed back into
+//! the sender's FIFO and popped there): about six cache lines move between the two cores
+//! per message. A fast box carries header and payload inline in a ring the receiver polls
+//! directly, so a small message moves the one or two lines it occupies and nothing comes
+//! back except, lazily, the reader's position.
+//!
+//! ```text
+//!  FboxCtrl (1 line): read (reader's position, Release)   | ring: fbox_bytes
+//!  record at position p (8-aligned):  header u64 | payload, padded to 8
+//!  header = len (bits 0..32) | tag (32..40) | VALID (bit 40) | SKIP (bit 41)
+//! ```
+//!
+//! Positions are byte counters that never wrap; offset = position % ring size (a power of
+//! two, so a mask). The writer
+//! keeps its position locally; the reader keeps its own and publishes it in `read`.
+//!
+//! **Write** (one writer at a time; the glue serialises threads): a record never straddles
+//! the end of the ring; if it does not fit before the end, it goes to offset 0 of the next
+//! lap and a SKIP header is left at the old position. Room needed: waste + record + 8 bytes
+//! (see below) ≤ ring − (position − read) — `read` is re-read (Acquire) only when the
+//! cached value says there is not enough room. Order of stores: the word just after the
+//! record is set to 0, then the payload, then the header (Release); a SKIP header is
+//! stored (Release) after the record it points to.
+//!
+//! **Read**: load the header at the reader's position (Acquire). 0: nothing (yet). SKIP:
+//! jump to the next lap. Otherwise deliver `len` payload bytes in place, advance, and
+//! publish `read` (Release) so that the writer may reuse those bytes.
+//!
+//! **Why the reader never mistakes old bytes for a header**: every position the reader
+//! reaches was either zeroed by the writer before the previous record's header was
+//! published (the "word after the record"), or is a record published before the SKIP that
+//! led there; the Acquire load of that previous header makes the zero visible. The zero
+//! word lies inside the room the writer checked, so it never overwrites unread data, and
+//! the writer cannot reach a position of the next lap before the reader published a `read`
+//! past it. A zero-filled ring (a new segment) is empty.
+//!
+//! ## Memory ordering
+//! Writer → reader: payload and zero-word stores are sequenced before the Release store
+//! of the header; the reader's Acquire load that sees the header sees them. Reader →
+//! writer: the reader's reads of a payload are sequenced before its Release store of
+//! `read`; the writer's Acquire load of `read` orders its overwrite after them.
+//!
+//! Raw module: the payload byte ranges are the one `unsafe` use here (see SAFETY notes).
+
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+use crate::repr::{FboxCtrl, FboxWord};
+use crate::segment::SegShared;
+
+const VALID: u64 = 1 << 40;
+const SKIP: u64 = 1 << 41;
+const KNOWN_BITS: u64 = (1 << 42) - 1;
+
+fn record_bytes(len: usize) -> u64 {
+    8 + (len as u64).next_multiple_of(8)
+}
+
+/// A fast box header that no writer produces (corruption or another version).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FboxCorrupt {
+    /// The sending rank.
+    pub sender: u32,
+    /// The header word found.
+    pub header: u64,
+}
+
+impl fmt::Display for FboxCorrupt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "fast box from rank {}: invalid header {:#x}",
+            self.sender, self.header
+        )
+    }
+}
+
+impl std::error::Error for FboxCorrupt {}
+
+/// The writing end of the fast box from this rank to one receiver.
+pub struct FboxWriter {
+    seg: Arc<SegShared>,
+    ctrl_off: u64,
+    ring_off: u64,
+    size: u64,
+    pos: u64,
+    read_cache: u64,
+}
+
+impl fmt::Debug for FboxWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FboxWriter")
+            .field("pos", &self.pos)
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl FboxWriter {
+    pub(crate) fn new(seg: Arc<SegShared>, sender: u32, receiver: u32) -> Option<Self> {
+        let size = u64::from(seg.layout.fbox_bytes());
+        if size == 0 {
+            return None;
+        }
+        let ctrl_off = seg.layout.fbox_off(sender, receiver);
+        // Start where the reader is (0 in a new segment).
+        let pos = seg.map.get::<FboxCtrl>(ctrl_off).read.load(Acquire);
+        Some(Self {
+            ring_off: ctrl_off + size_of::<FboxCtrl>() as u64,
+            ctrl_off,
+            size,
+            pos,
+            read_cache: pos,
+            seg,
+        })
+    }
+
+    /// The largest message (bytes) this box ever takes.
+    pub fn max_message(&self) -> usize {
+        (self.size / 4 - 8) as usize
+    }
+
+    fn word(&self, pos: u64) -> &FboxWord {
+        self.seg
+            .map
+            .get::<FboxWord>(self.ring_off + (pos & (self.size - 1)))
+    }
+
+    /// Writes one message of at most `len` bytes with active-message `tag`: `fill` gets
+    /// the `len` bytes (in shared memory) and returns how many it wrote. False (nothing
+    /// written, `fill` not called) when `len` exceeds [`Self::max_message`] or the
+    /// receiver has not consumed enough yet.
+    pub fn try_send(&mut self, tag: u8, len: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        if len > self.max_message() {
+            return false;
+        }
+        let rec = record_bytes(len);
+        let off = self.pos & (self.size - 1);
+        let waste = if off + rec > self.size {
+            self.size - off
+        } else {
+            0
+        };
+        let need = waste + rec + 8;
+        if self.pos + need > self.read_cache + self.size {
+            self.read_cache = self
+                .seg
+                .map
+                .get::<FboxCtrl>(self.ctrl_off)
+                .read
+                .load(Acquire);
+            if self.pos + need > self.read_cache + self.size {
+                return false;
+            }
+        }
+        let start = self.pos + waste;
+        let data_off = self.ring_off + (start & (self.size - 1)) + 8;
+        let ptr = self.seg.map.bytes_ptr(data_off, len);
+        // SAFETY: `ptr..ptr+len` is inside the mapping (bounds checked by `bytes_ptr`) and
+        // inside this ring (the record does not straddle its end). Those bytes are free:
+        // the room check above shows the reader is done with them (Acquire on `read`), and
+        // the reader does not look at them before the header below is published. This
+        // writer is the only one (the caller serialises writers of a box).
+        let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+        let written = fill(buf).min(len);
+        let rec = record_bytes(written);
+        self.word(start + rec).0.store(0, Relaxed);
+        let header = written as u64 | (u64::from(tag) << 32) | VALID;
+        self.word(start).0.store(header, Release);
+        if waste > 0 {
+            self.word(self.pos).0.store(VALID | SKIP, Release);
+        }
+        self.pos = start + rec;
+        true
+    }
+}
+
+/// An [`FboxWriter`] that threads share: one writes at a time, the others are told the box
+/// is busy (and take another path). Unlike a `Mutex`, releasing it is a plain Release
+/// store: a locked read-modify-write right after the ring stores would wait for those
+/// stores (cache lines the reader owns) to drain, about one cross-core miss per message.
+pub struct SharedFboxWriter {
+    busy: AtomicBool,
+    max_message: usize,
+    inner: UnsafeCell<FboxWriter>,
+}
+
+// SAFETY: `inner` is only accessed by the thread that switched `busy` from false to true
+// (Acquire), until it stores false (Release): exclusive access, ordered between threads.
+// `FboxWriter` itself is `Send`.
+unsafe impl Sync for SharedFboxWriter {}
+
+impl fmt::Debug for SharedFboxWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedFboxWriter")
+            .field("busy", &self.busy.load(Relaxed))
+            .finish()
+    }
+}
+
+impl SharedFboxWriter {
+    /// Wraps a writer.
+    pub fn new(writer: FboxWriter) -> Self {
+        Self {
+            busy: AtomicBool::new(false),
+            max_message: writer.max_message(),
+            inner: UnsafeCell::new(writer),
+        }
+    }
+
+    /// The largest message (bytes) this box ever takes.
+    pub fn max_message(&self) -> usize {
+        self.max_message
+    }
+
+    /// [`FboxWriter::try_send`] if no other thread is writing this box; None (nothing
+    /// written, `fill` not called) if one is. If `fill` panics the box stays busy for good
+    /// (callers then use their other path).
+    pub fn try_send(
+        &self,
+        tag: u8,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Option<bool> {
+        if self
+            .busy
+            .compare_exchange(false, true, Acquire, Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        // SAFETY: we switched `busy` to true, so no other reference to `inner` exists until
+        // we store false below (see the `Sync` impl).
+        let writer = unsafe { &mut *self.inner.get() };
+        let sent = writer.try_send(tag, len, fill);
+        self.busy.store(false, Release);
+        Some(sent)
+    }
+}
+
+/// The reading end of the fast box from one sender to this rank (one reader per box:
+/// the glue keeps it under its reader lock).
+pub struct FboxReader {
+    seg: Arc<SegShared>,
+    sender: u32,
+    ctrl_off: u64,
+    ring_off: u64,
+    size: u64,
+    pos: u64,
+}
+
+impl fmt::Debug for FboxReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FboxReader")
+            .field("sender", &self.sender)
+            .field("pos", &self.pos)
+            .finish()
+    }
+}
+
+impl FboxReader {
+    pub(crate) fn new(seg: Arc<SegShared>, sender: u32, receiver: u32) -> Option<Self> {
+        let size = u64::from(seg.layout.fbox_bytes());
+        if size == 0 {
+            return None;
+        }
+        let ctrl_off = seg.layout.fbox_off(sender, receiver);
+        let pos = seg.map.get::<FboxCtrl>(ctrl_off).read.load(Acquire);
+        Some(Self {
+            ring_off: ctrl_off + size_of::<FboxCtrl>() as u64,
+            ctrl_off,
+            size,
+            pos,
+            sender,
+            seg,
+        })
+    }
+
+    /// The sending rank.
+    pub fn sender(&self) -> u32 {
+        self.sender
+    }
+
+    /// A probe for this box, usable without the reader.
+    pub fn probe(&self) -> FboxProbe {
+        FboxProbe {
+            seg: Arc::clone(&self.seg),
+            ring_off: self.ring_off,
+            mask: self.size - 1,
+        }
+    }
+
+    /// The reader's position (for [`FboxProbe::ready`] from other threads).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    fn word(&self, pos: u64) -> &FboxWord {
+        self.seg
+            .map
+            .get::<FboxWord>(self.ring_off + (pos & (self.size - 1)))
+    }
+
+    /// Delivers up to `max` messages, oldest first, to `deliver(tag, payload)` (the payload
+    /// is read in place and reused by the writer after `deliver` returns). Returns how many;
+    /// on an invalid header, stops and reports it (the box is then left as it is).
+    pub fn poll(
+        &mut self,
+        max: usize,
+        mut deliver: impl FnMut(u8, &[u8]),
+    ) -> Result<usize, FboxCorrupt> {
+        let mut done = 0;
+        while done < max {
+            let header = self.word(self.pos).0.load(Acquire);
+            if header == 0 {
+                break;
+            }
+            let off = self.pos & (self.size - 1);
+            let corrupt = FboxCorrupt {
+                sender: self.sender,
+                header,
+            };
+            if header & !KNOWN_BITS != 0 || header & VALID == 0 {
+                return Err(corrupt);
+            }
+            if header & SKIP != 0 {
+                if header != VALID | SKIP || off == 0 {
+                    return Err(corrupt);
+                }
+                self.pos += self.size - off;
+                continue;
+            }
+            let len = (header & 0xffff_ffff) as usize;
+            if off + record_bytes(len) > self.size {
+                return Err(corrupt);
+            }
+            let ptr = self.seg.map.bytes_ptr(self.ring_off + off + 8, len);
+            // SAFETY: in bounds (checked by `bytes_ptr`, and inside the ring by the check
+            // above); the writer published these bytes before the header seen with Acquire
+            // and does not touch them again before `read` passes them (stored below, after
+            // `deliver` returned and the slice is gone).
+            let payload = unsafe { std::slice::from_raw_parts(ptr, len) };
+            deliver((header >> 32) as u8, payload);
+            self.pos += record_bytes(len);
+            self.seg
+                .map
+                .get::<FboxCtrl>(self.ctrl_off)
+                .read
+                .store(self.pos, Release);
+            done += 1;
+        }
+        Ok(done)
+    }
+}
+
+/// A cheap arrival check for one fast box that any thread may use without the reader.
+#[derive(Clone)]
+pub struct FboxProbe {
+    seg: Arc<SegShared>,
+    ring_off: u64,
+    mask: u64,
+}
+
+impl fmt::Debug for FboxProbe {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FboxProbe")
+            .field("ring_off", &self.ring_off)
+            .finish()
+    }
+}
+
+impl FboxProbe {
+    /// True if the box may hold a message at reader position `pos` (from
+    /// [`FboxReader::position`]); a stale `pos` only gives a spurious true.
+    pub fn ready(&self, pos: u64) -> bool {
+        self.seg
+            .map
+            .get::<FboxWord>(self.ring_off + (pos & self.mask))
+            .0
+            .load(Relaxed)
+            != 0
+    }
+}
