@@ -419,6 +419,50 @@ fn kill_group(pid: u32) {
         .status();
 }
 
+/// `ompi_info --param <framework> <component> --level 9` with our components visible.
+pub fn ompi_info_params(framework: &str, component: &str) -> String {
+    let out = Command::new("ompi_info")
+        .args(["--param", framework, component, "--level", "9"])
+        .env("OMPI_MCA_mca_base_component_path", component_path())
+        .output()
+        .expect("run ompi_info");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asserts that every MCA parameter named `<prefix>...` in `ompi_info_params` output has
+/// a help line, and returns how many there are.
+pub fn assert_every_parameter_has_help(ompi_info: &str, prefix: &str) -> usize {
+    let marker = format!("parameter \"{prefix}");
+    let blocks: Vec<&str> = ompi_info.split(&marker).skip(1).collect();
+    for block in &blocks {
+        let name = block.split('"').next().unwrap_or("?");
+        assert!(
+            block.lines().nth(1).is_some_and(|l| l.trim().len() > 10),
+            "{prefix}{name} has no help text:\n{ompi_info}"
+        );
+    }
+    blocks.len()
+}
+
+/// The dynamic symbols a built component in build/mca defines (`nm -D --defined-only`).
+pub fn exported_symbols(file: &str) -> Vec<String> {
+    let so = component_build_dir().join(file);
+    assert!(
+        so.is_file(),
+        "run `make components` first: {}",
+        so.display()
+    );
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(&so)
+        .output()
+        .expect("run nm");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_counts;

@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use mca_harness::{Job, McaConfig, component_build_dir, component_path, program};
+use mca_harness::{Job, McaConfig, component_build_dir, component_path, exported_symbols, program};
 
 fn ompi_info(args: &[&str]) -> String {
     let out = Command::new("ompi_info")
@@ -48,17 +48,10 @@ fn ompi_info_lists_the_btl_fixture_and_every_kind_of_parameter() {
 #[test]
 fn btl_fixture_exported_symbol_is_the_only_one() {
     fixture_built();
-    let out = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(component_build_dir().join("mca_btl_rfixture.so"))
-        .output()
-        .expect("run nm");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let exported: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .collect();
-    assert_eq!(exported, ["mca_btl_rfixture_component"], "{text}");
+    assert_eq!(
+        exported_symbols("mca_btl_rfixture.so"),
+        ["mca_btl_rfixture_component"]
+    );
 }
 
 fn fixture_config(delivery: &str) -> McaConfig {

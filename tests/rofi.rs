@@ -7,10 +7,12 @@
 //! upstream #11327; p2p_cancel_trunc breaks the connection) are not skipped here:
 //! rofi must pass both programs.
 
-use std::process::Command;
 use std::time::Duration;
 
-use mca_harness::{Job, McaConfig, component_path, conformance_suite, program};
+use mca_harness::{
+    Job, McaConfig, assert_every_parameter_has_help, conformance_suite, exported_symbols,
+    ompi_info_params, program,
+};
 
 /// rofi with its default provider choice (tcp;ofi_rxm on this machine).
 fn rofi() -> McaConfig {
@@ -151,12 +153,8 @@ fn a_forced_layout_is_the_one_used() {
 /// `ompi_info --param mtl rofi --level 9` documents every parameter.
 #[test]
 fn ompi_info_documents_every_parameter() {
-    let out = Command::new("ompi_info")
-        .args(["--param", "mtl", "rofi", "--level", "9"])
-        .env("OMPI_MCA_mca_base_component_path", component_path())
-        .output()
-        .expect("run ompi_info");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = ompi_info_params("mtl", "rofi");
+    assert_every_parameter_has_help(&text, "mtl_rofi_");
     for name in [
         "mtl_rofi_priority",
         "mtl_rofi_verbose",
@@ -199,5 +197,14 @@ fn two_hosts_use_the_veth_network() {
         log.matches("mtl:rofi: using tcp;ofi_rxm [10.77.").count() == 2,
         "{}",
         out.report()
+    );
+}
+
+/// The shared object exports exactly the component structure.
+#[test]
+fn only_the_component_symbol_is_exported() {
+    assert_eq!(
+        exported_symbols("mca_mtl_rofi.so"),
+        ["mca_mtl_rofi_component"]
     );
 }

@@ -4,10 +4,12 @@
 //! with a local rank that never attaches, and a bad parameter (mpi4py: tests/mpi4py.rs).
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use mca_harness::{Job, JobOutput, McaConfig, component_build_dir, component_path, program};
+use mca_harness::{
+    Job, JobOutput, McaConfig, assert_every_parameter_has_help, exported_symbols, ompi_info_params,
+    program,
+};
 
 fn rsmcuda() -> McaConfig {
     McaConfig::new("rsmcuda", &[("pml", "ob1"), ("btl", "self,rsmcuda")])
@@ -28,34 +30,17 @@ mca_harness::conformance_suite!(conformance, rsmcuda(), skip: ["trunc_large"]);
 /// script hides everything else).
 #[test]
 fn only_the_component_symbol_is_exported() {
-    let so = component_build_dir().join("mca_btl_rsmcuda.so");
-    assert!(
-        so.is_file(),
-        "run `make components` first: {}",
-        so.display()
+    assert_eq!(
+        exported_symbols("mca_btl_rsmcuda.so"),
+        ["mca_btl_rsmcuda_component"]
     );
-    let out = Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(&so)
-        .output()
-        .expect("run nm");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let exported: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(2))
-        .collect();
-    assert_eq!(exported, ["mca_btl_rsmcuda_component"], "{text}");
 }
 
 /// `ompi_info --level 9` documents every rsmcuda parameter and pvar.
 #[test]
 fn ompi_info_documents_every_parameter() {
-    let out = Command::new("ompi_info")
-        .args(["--param", "btl", "rsmcuda", "--level", "9"])
-        .env("OMPI_MCA_mca_base_component_path", component_path())
-        .output()
-        .expect("run ompi_info");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = ompi_info_params("btl", "rsmcuda");
+    assert_every_parameter_has_help(&text, "btl_rsmcuda_");
     for name in [
         "verbose",
         "fifo_size",

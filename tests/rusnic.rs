@@ -4,10 +4,12 @@
 //!
 //! Build first: `make components` (the harness loads build/mca/mca_btl_rusnic.so).
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mca_harness::{Job, McaConfig, component_path, conformance_suite, program};
+use mca_harness::{
+    Job, McaConfig, assert_every_parameter_has_help, conformance_suite, exported_symbols,
+    ompi_info_params, program,
+};
 
 /// UDP ports reserved for rusnic's loss tests (other suites use other ranges).
 const PORT_MIN: &str = "31100";
@@ -210,12 +212,7 @@ fn unreachable_peer_is_reported() {
 /// `ompi_info --param btl rusnic --level 9` documents every tunable, with its help.
 #[test]
 fn ompi_info_documents_every_parameter() {
-    let out = Command::new("ompi_info")
-        .args(["--param", "btl", "rusnic", "--level", "9"])
-        .env("OMPI_MCA_mca_base_component_path", component_path())
-        .output()
-        .expect("run ompi_info");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = ompi_info_params("btl", "rusnic");
     for name in [
         "verbose",
         "backend",
@@ -260,14 +257,14 @@ fn ompi_info_documents_every_parameter() {
             "btl_rusnic_{name} missing from ompi_info:\n{text}"
         );
     }
-    let documented = text.matches("parameter \"btl_rusnic_").count();
-    let with_help = text
-        .split("parameter \"btl_rusnic_")
-        .skip(1)
-        .filter(|block| block.lines().nth(1).is_some_and(|l| l.trim().len() > 10))
-        .count();
+    assert_every_parameter_has_help(&text, "btl_rusnic_");
+}
+
+/// The shared object exports exactly the component structure.
+#[test]
+fn only_the_component_symbol_is_exported() {
     assert_eq!(
-        documented, with_help,
-        "a parameter without help text:\n{text}"
+        exported_symbols("mca_btl_rusnic.so"),
+        ["mca_btl_rusnic_component"]
     );
 }
