@@ -22,8 +22,16 @@ pub(super) fn fill_vtable<M: BtlModule>(base: &mut sys::mca_btl_base_module_t) {
     base.btl_sendi = if M::HAS_SENDI { Some(sendi::<M>) } else { None };
     base.btl_register_error = Some(register_error::<M>);
     base.btl_flush = if M::HAS_FLUSH { Some(flush::<M>) } else { None };
-    base.btl_get = if M::HAS_GET { Some(get::<M>) } else { None };
-    base.btl_put = if M::HAS_PUT { Some(put::<M>) } else { None };
+    base.btl_get = if M::HAS_GET {
+        Some(one_sided::<M, false>)
+    } else {
+        None
+    };
+    base.btl_put = if M::HAS_PUT {
+        Some(one_sided::<M, true>)
+    } else {
+        None
+    };
     if M::HAS_REGISTER_MEM {
         base.btl_register_mem = Some(register_mem::<M>);
         base.btl_deregister_mem = Some(deregister_mem::<M>);
@@ -273,16 +281,9 @@ unsafe extern "C" fn flush<M: BtlModule>(
     })
 }
 
-/// Which one-sided operation a trampoline forwards.
-#[derive(Clone, Copy)]
-enum Direction {
-    Get,
-    Put,
-}
-
+/// `btl_get` (`IS_PUT = false`) and `btl_put` (`IS_PUT = true`): one body, two C entries.
 #[allow(clippy::too_many_arguments)]
-unsafe fn rdma<M: BtlModule>(
-    direction: Direction,
+unsafe extern "C" fn one_sided<M: BtlModule, const IS_PUT: bool>(
     btl: *mut sys::mca_btl_base_module_t,
     ep: *mut sys::mca_btl_base_endpoint_t,
     local_address: *mut c_void,
@@ -296,10 +297,7 @@ unsafe fn rdma<M: BtlModule>(
     cbcontext: *mut c_void,
     cbdata: *mut c_void,
 ) -> c_int {
-    let entry = match direction {
-        Direction::Get => "btl_get",
-        Direction::Put => "btl_put",
-    };
+    let entry = if IS_PUT { "btl_put" } else { "btl_get" };
     crate::guard::guard_code(entry, || {
         // SAFETY: pointers from the PML for this module.
         let (this, endpoint) = unsafe { (module::<M>(btl), endpoint::<M>(ep)) };
@@ -317,81 +315,12 @@ unsafe fn rdma<M: BtlModule>(
             cbcontext,
             cbdata,
         );
-        match direction {
-            Direction::Get => M::get(this, endpoint, op, done),
-            Direction::Put => M::put(this, endpoint, op, done),
+        if IS_PUT {
+            M::put(this, endpoint, op, done)
+        } else {
+            M::get(this, endpoint, op, done)
         }
     })
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn get<M: BtlModule>(
-    btl: *mut sys::mca_btl_base_module_t,
-    ep: *mut sys::mca_btl_base_endpoint_t,
-    local_address: *mut c_void,
-    remote_address: u64,
-    local_handle: *mut sys::mca_btl_base_registration_handle_t,
-    remote_handle: *mut sys::mca_btl_base_registration_handle_t,
-    size: usize,
-    flags: c_int,
-    order: c_int,
-    cbfunc: sys::mca_btl_base_rdma_completion_fn_t,
-    cbcontext: *mut c_void,
-    cbdata: *mut c_void,
-) -> c_int {
-    // SAFETY: forwarded from the PML unchanged.
-    unsafe {
-        rdma::<M>(
-            Direction::Get,
-            btl,
-            ep,
-            local_address,
-            remote_address,
-            local_handle,
-            remote_handle,
-            size,
-            flags,
-            order,
-            cbfunc,
-            cbcontext,
-            cbdata,
-        )
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn put<M: BtlModule>(
-    btl: *mut sys::mca_btl_base_module_t,
-    ep: *mut sys::mca_btl_base_endpoint_t,
-    local_address: *mut c_void,
-    remote_address: u64,
-    local_handle: *mut sys::mca_btl_base_registration_handle_t,
-    remote_handle: *mut sys::mca_btl_base_registration_handle_t,
-    size: usize,
-    flags: c_int,
-    order: c_int,
-    cbfunc: sys::mca_btl_base_rdma_completion_fn_t,
-    cbcontext: *mut c_void,
-    cbdata: *mut c_void,
-) -> c_int {
-    // SAFETY: forwarded from the PML unchanged.
-    unsafe {
-        rdma::<M>(
-            Direction::Put,
-            btl,
-            ep,
-            local_address,
-            remote_address,
-            local_handle,
-            remote_handle,
-            size,
-            flags,
-            order,
-            cbfunc,
-            cbcontext,
-            cbdata,
-        )
-    }
 }
 
 unsafe extern "C" fn register_mem<M: BtlModule>(
