@@ -53,10 +53,8 @@ fn ours(
     about: &'static str,
 ) -> BenchConfig {
     BenchConfig {
-        config: McaConfig::new(name, params),
         needs: Some(needs),
-        about,
-        loss: None,
+        ..stock(name, params, about)
     }
 }
 
