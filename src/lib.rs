@@ -70,6 +70,19 @@ impl McaConfig {
         self
     }
 
+    /// The mpirun options this configuration stands for: `--mca K V` for every
+    /// parameter and `-x K=V` for every variable (the benchmark prints them too).
+    pub fn mpirun_options(&self) -> Vec<String> {
+        let mut options = Vec::new();
+        for (key, value) in &self.params {
+            options.extend(["--mca".to_owned(), key.clone(), value.clone()]);
+        }
+        for (key, value) in &self.env {
+            options.extend(["-x".to_owned(), format!("{key}={value}")]);
+        }
+        options
+    }
+
     /// The same configuration under another name.
     pub fn named(mut self, name: &str) -> McaConfig {
         self.name = name.to_owned();
@@ -303,13 +316,7 @@ impl Job {
     }
 
     fn command_line(&self) -> Vec<String> {
-        let mut mpirun_options = Vec::new();
-        for (key, value) in &self.config.params {
-            mpirun_options.extend(["--mca".to_owned(), key.clone(), value.clone()]);
-        }
-        for (key, _) in &self.config.env {
-            mpirun_options.extend(["-x".to_owned(), key.clone()]);
-        }
+        let mut mpirun_options = self.config.mpirun_options();
         mpirun_options.extend(self.mpirun_args.iter().cloned());
         mpirun_options.push(self.program.display().to_string());
         mpirun_options.extend(self.args.iter().cloned());

@@ -131,12 +131,7 @@ pub fn imb(
 /// The mpirun arguments of a configuration, for the JSON file.
 pub fn describe(config: &McaConfig) -> String {
     let mut words: Vec<String> = MPIRUN_ARGS.iter().map(|a| (*a).to_owned()).collect();
-    for (k, v) in &config.params {
-        words.extend(["--mca".to_owned(), k.clone(), v.clone()]);
-    }
-    for (k, v) in &config.env {
-        words.extend(["-x".to_owned(), format!("{k}={v}")]);
-    }
+    words.extend(config.mpirun_options());
     words.join(" ")
 }
 
