@@ -27,6 +27,10 @@ use super::{
 /// PML's tags, so ob1 never registers a callback for it.
 pub const CTRL_TAG: u8 = 0x22;
 
+/// The device this side reports where it has no CUDA at all (never compared: such a
+/// side refuses before any device check).
+const NO_DEVICE: CudaDevice = -1;
+
 /// Bytes of an encoded [`Envelope`].
 pub const ENVELOPE_LEN: usize = 4 + CTRL_MSG_LEN;
 
@@ -188,6 +192,14 @@ impl IpcPeers {
             .peers
             .get_mut(&env.from)
             .ok_or(ControlError::UnknownSender(env.from))?;
+        // Without CUDA here the answer is no whether or not a context exists: give the
+        // state machine a device so it refuses (NAK) instead of saying NOTREADY, which
+        // would only make the peer ask again until it runs out of tries.
+        let local = if cfg.host_cuda_aware {
+            local
+        } else {
+            Some(local.unwrap_or(NO_DEVICE))
+        };
         let actions = p.on_message(env.msg, local, |mine, theirs| {
             if !cfg.host_cuda_aware {
                 return Access::Denied(Denial::HostNotCudaAware);

@@ -2,8 +2,6 @@
 //! delivered in random order, CUDA contexts appearing late, pushes refused for lack of
 //! fragments, and the properties the BTL relies on checked at the end of every run.
 
-use std::collections::VecDeque;
-
 use super::*;
 use crate::ipc::{IpcState, MAX_TRIES};
 use crate::testutil::Rng;
@@ -276,8 +274,9 @@ fn a_host_without_cuda_support_never_asks_and_refuses_requests() {
         from: 0,
         msg: CtrlMsg::Req { device: 0 },
     };
+    // No context either (the usual case there): still a refusal, not NOTREADY.
     plain
-        .on_control(&req.encode(), Some(0), |_, _| -> Result<bool, ()> {
+        .on_control(&req.encode(), None, |_, _| -> Result<bool, ()> {
             panic!("no driver query in a host without CUDA support")
         })
         .unwrap();
