@@ -20,7 +20,7 @@
 //! CUDA on) is refused so it does not wait.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use mca::btl::{Btl, RdmaCompletion, RdmaOp, Registration};
@@ -59,8 +59,10 @@ struct Control {
 
 static CUDA: OnceLock<Cuda> = OnceLock::new();
 static CONTROL: Mutex<Option<Control>> = Mutex::new(None);
-/// Something for progress to do: outputs queued or gets in flight.
-static WORK: AtomicBool = AtomicBool::new(false);
+/// Outputs of the handshake are queued (set and cleared under the CONTROL lock).
+static CONTROL_WORK: AtomicBool = AtomicBool::new(false);
+/// Device gets in flight (stored under the gets lock).
+static GETS_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 /// The driver, when it loaded (kept for the life of the process: the driver must
 /// not be unloaded).
 static DRIVER: OnceLock<cuda::Driver> = OnceLock::new();
@@ -165,7 +167,7 @@ pub fn before_send(peer: u32) {
     if let Some(c) = guard.as_mut() {
         rsmcuda_cuda::on_send(cuda.driver, &mut c.peers, peer);
         if c.peers.pending() > 0 {
-            WORK.store(true, Ordering::Release);
+            CONTROL_WORK.store(true, Ordering::Release);
         }
     }
 }
@@ -183,18 +185,20 @@ pub fn on_control(bytes: &[u8]) {
             .on_control(bytes, None, |_, _| Ok::<bool, ()>(false)),
     };
     match result {
-        Ok(()) => WORK.store(true, Ordering::Release),
+        Ok(()) => CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release),
         Err(e) => mca::help::show_help(crate::setup::HELP, "corrupt fifo", true, &[&e.to_string()]),
     }
 }
 
 /// Progress: control messages out, ob1 told, device gets completed in order.
 pub fn progress(btl: &Btl<Module>, node: &Node) -> usize {
-    if !WORK.load(Ordering::Acquire) {
-        return 0;
+    let mut handled = 0;
+    if CONTROL_WORK.load(Ordering::Acquire) {
+        handled += flush_control(btl, node);
     }
-    let mut handled = flush_control(btl, node);
-    handled += complete_gets(btl);
+    if GETS_IN_FLIGHT.load(Ordering::Acquire) > 0 {
+        handled += complete_gets(btl);
+    }
     handled
 }
 
@@ -225,12 +229,7 @@ fn flush_control(btl: &Btl<Module>, node: &Node) -> usize {
                 ),
             }
         }
-        let gets_left = CUDA
-            .get()
-            .is_some_and(|c| lock(&c.gets).as_ref().is_some_and(|g| g.in_flight() > 0));
-        if c.peers.pending() == 0 && !gets_left {
-            WORK.store(false, Ordering::Release);
-        }
+        CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release);
     }
     // Outside the lock: ob1's handler may send.
     for (peer, proc_) in told {
@@ -265,9 +264,6 @@ fn complete_gets(btl: &Btl<Module>) -> usize {
         };
         let finished = std::iter::from_fn(|| gets.poll()).collect();
         publish(gets);
-        if gets.in_flight() > 0 {
-            WORK.store(true, Ordering::Release);
-        }
         finished
     };
     let n = finished.len();
@@ -288,7 +284,9 @@ fn complete_gets(btl: &Btl<Module>) -> usize {
     n
 }
 
+/// Counters for MPI_T and progress (under the gets lock).
 fn publish(gets: &Gets) {
+    GETS_IN_FLIGHT.store(gets.in_flight(), Ordering::Release);
     let s = gets.stats();
     stats::CACHE_HITS.store(s.hits, Ordering::Relaxed);
     stats::CACHE_MISSES.store(s.misses, Ordering::Relaxed);
@@ -407,10 +405,7 @@ pub fn get(peer: u32, region: &DeviceRegion, op: RdmaOp, done: RdmaCompletion) -
     let started = unsafe { gets.start(peer, region, op.remote, op.local as u64, op.size, done) };
     publish(gets);
     match started {
-        Ok(_) => {
-            WORK.store(true, Ordering::Release);
-            Ok(())
-        }
+        Ok(_) => Ok(()),
         Err(GetError::Busy) => Err(Error::OUT_OF_RESOURCE),
         Err(e) => {
             verbose!(crate::stream(), 1, "btl:rsmcuda: CUDA IPC get failed: {e}");

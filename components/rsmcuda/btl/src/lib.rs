@@ -11,6 +11,7 @@ mod desc;
 mod modex;
 mod module;
 mod node;
+mod numa;
 mod params;
 mod setup;
 mod single_copy;

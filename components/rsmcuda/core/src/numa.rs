@@ -119,16 +119,6 @@ pub fn plan(enabled: bool, node_count: usize, homes: &[Option<NodeId>]) -> Plan 
     Plan::Place(homes.to_vec())
 }
 
-/// Page-aligned part of `[start, start + len)` (offsets in the segment), which is what a
-/// memory policy can be applied to; `None` when it holds no whole page.
-#[must_use]
-pub fn whole_pages(start: u64, len: u64, page: u64) -> Option<(u64, u64)> {
-    debug_assert!(page.is_power_of_two());
-    let first = start.checked_add(page - 1)? & !(page - 1);
-    let end = start.checked_add(len)? & !(page - 1);
-    (end > first).then(|| (first, end - first))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,14 +169,5 @@ mod tests {
             plan(true, 2, &[Some(1), None, Some(0)]),
             Plan::Place(vec![Some(1), None, Some(0)])
         );
-    }
-
-    #[test]
-    fn policies_apply_to_whole_pages_only() {
-        assert_eq!(whole_pages(0, 8192, 4096), Some((0, 8192)));
-        assert_eq!(whole_pages(100, 8192, 4096), Some((4096, 4096)));
-        assert_eq!(whole_pages(100, 4000, 4096), None);
-        assert_eq!(whole_pages(4096, 4095, 4096), None);
-        assert_eq!(whole_pages(u64::MAX - 10, 5, 4096), None);
     }
 }
