@@ -238,16 +238,21 @@ fn flush_control(btl: &Btl<Module>, node: &Node) -> usize {
         if !active() {
             continue;
         }
+        let Some(proc_) = proc_ else {
+            verbose!(
+                crate::stream(),
+                1,
+                "btl:rsmcuda: CUDA IPC with local rank {peer} agreed, but it is not one of \
+                 our endpoints; ob1 is not told"
+            );
+            continue;
+        };
         verbose!(
             crate::stream(),
             1,
             "btl:rsmcuda: CUDA IPC with local rank {peer} on"
         );
-        btl.report_error(
-            sys::MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC as i32,
-            proc_,
-            "rsmcuda: CUDA IPC enabled",
-        );
+        btl.report_add_cuda_ipc(proc_, crate::stream().id());
         done += 1;
     }
     done

@@ -51,6 +51,8 @@ pub trait Gpu {
     fn address_range(&self, ptr: u64) -> Result<(u64, u64), i32>;
     /// `cuIpcGetMemHandle` of the allocation containing `ptr`.
     fn ipc_get_mem_handle(&self, ptr: u64) -> Result<IpcHandle, i32>;
+    /// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` on the allocation containing `ptr`.
+    fn set_sync_memops(&self, ptr: u64) -> Result<(), i32>;
 }
 
 impl Gpu for cuda::Driver {
@@ -108,6 +110,9 @@ impl Gpu for cuda::Driver {
         cuda::Driver::ipc_get_mem_handle(self, ptr)
             .map(|h| IpcHandle(h.0))
             .map_err(|e| e.code)
+    }
+    fn set_sync_memops(&self, ptr: u64) -> Result<(), i32> {
+        cuda::Driver::set_sync_memops(self, ptr).map_err(|e| e.code)
     }
 }
 

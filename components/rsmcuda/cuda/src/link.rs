@@ -41,6 +41,10 @@ pub fn export<G: Gpu>(gpu: &G, ptr: u64, len: u64) -> Result<Option<DeviceRegion
     if size == 0 || !region.contains(ptr, len) {
         return Err(ERROR_INVALID_VALUE);
     }
+    // The peer's copy runs on its own stream: with SYNC_MEMOPS the owner's
+    // synchronous operations on the buffer are complete before it can read (what a
+    // CUDA-aware Open MPI's registration does; no IPC event is needed then).
+    gpu.set_sync_memops(ptr)?;
     Ok(Some(region))
 }
 

@@ -28,6 +28,8 @@ struct Inner {
     device: Option<i32>,
     /// What cuDeviceCanAccessPeer answers across devices.
     no_peer_access: bool,
+    /// Allocations (by base) with SYNC_MEMOPS set.
+    sync_memops: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -131,6 +133,11 @@ impl Gpu for Fake {
         let mut h = [0u8; 64];
         h[0] = *tag;
         Ok(IpcHandle(h))
+    }
+    fn set_sync_memops(&self, ptr: u64) -> Result<(), i32> {
+        let (base, _) = self.address_range(ptr)?;
+        self.0.borrow_mut().sync_memops.push(base);
+        Ok(())
     }
     fn query(&self, event: &u32) -> Result<bool, i32> {
         let mut g = self.0.borrow_mut();

@@ -14,6 +14,10 @@ use std::io;
 use crate::layout::Layout;
 use crate::sys;
 
+/// What the creator placed: (node, bytes) per range, or the `mbind` error that stopped
+/// it (placement is best effort: the segment exists either way).
+pub type Placed = Result<Vec<(u32, u64)>, io::Error>;
+
 /// Byte ranges of the segment (offset, length, node), each a whole number of pages.
 #[must_use]
 pub fn ranges(layout: &Layout, homes: &[Option<u32>], page: u64) -> Vec<(u64, u64, u32)> {

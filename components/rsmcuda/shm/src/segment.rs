@@ -162,14 +162,13 @@ impl Segment {
 
     /// [`Segment::create`], with each rank's region and the fast boxes it reads placed
     /// on `homes[rank]` (see [`crate::numa`]) before the memory is allocated. Returns
-    /// what was placed: (rank's node, bytes) per range, or the first `mbind` error
-    /// (placement is best effort: the segment is created either way).
+    /// what was placed (see [`crate::numa::Placed`]).
     pub fn create_placed(
         name: &SegmentName,
         params: &LayoutParams,
         my_rank: u32,
         homes: &[Option<u32>],
-    ) -> Result<(Self, Result<Vec<(u32, u64)>, std::io::Error>), ShmError> {
+    ) -> Result<(Self, crate::numa::Placed), ShmError> {
         let layout = Layout::compute(params)?;
         if my_rank >= layout.nranks() {
             return Err(ShmError::RankOutOfRange {
@@ -624,11 +623,7 @@ fn init_segment(s: &SegShared, leader: u32) {
 }
 
 /// Applies the placement of [`crate::numa::ranges`] to a fresh mapping.
-fn place(
-    map: &Mapping,
-    layout: &Layout,
-    homes: &[Option<u32>],
-) -> Result<Vec<(u32, u64)>, std::io::Error> {
+fn place(map: &Mapping, layout: &Layout, homes: &[Option<u32>]) -> crate::numa::Placed {
     let page = sys::page_size() as u64;
     let mut done = Vec::new();
     for (off, len, node) in crate::numa::ranges(layout, homes, page) {

@@ -55,6 +55,9 @@ impl Gpu for Side<'_> {
     fn ipc_get_mem_handle(&self, p: u64) -> Result<IpcHandle, i32> {
         self.gpu.ipc_get_mem_handle(p)
     }
+    fn set_sync_memops(&self, p: u64) -> Result<(), i32> {
+        self.gpu.set_sync_memops(p)
+    }
 }
 
 fn peers(my_rank: u32) -> IpcPeers {
@@ -134,6 +137,11 @@ fn handshake_with_a_late_context_then_register_get_and_cache() {
         .unwrap()
         .expect("device memory");
     assert_eq!((region.base, region.size), (0x10_0000, 4096));
+    assert_eq!(
+        gpu.0.borrow().sync_memops,
+        [0x10_0000],
+        "the exported allocation is made SYNC_MEMOPS"
+    );
     let bytes = region.encode();
     assert_eq!(
         export(&a, 0x5000, 10),
