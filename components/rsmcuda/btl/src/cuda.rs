@@ -172,6 +172,20 @@ pub fn before_send(peer: u32) {
     }
 }
 
+/// `CONVERTOR_CUDA` (opal_convertor.h): the convertor describes device memory.
+const CONVERTOR_CUDA: u32 = 0x0040_0000;
+
+/// Whether `sendi` must refuse: device data to a peer with CUDA IPC on goes through
+/// ob1's RGET path (registration + get) instead of being packed into a fragment, as
+/// with smcuda.
+pub fn refuse_sendi(peer: u32, convertor_flags: u32) -> bool {
+    convertor_flags & CONVERTOR_CUDA != 0
+        && active()
+        && lock(&CONTROL)
+            .as_ref()
+            .is_some_and(|c| c.peers.ipc_enabled(peer))
+}
+
 /// A control message arrived (called from the receive path).
 pub fn on_control(bytes: &[u8]) {
     let mut guard = lock(&CONTROL);

@@ -229,7 +229,9 @@ impl BtlModule for Module {
             return Err(SendiRefused { descriptor: None });
         };
         cuda::before_send(endpoint.rank);
-        if node.sendi(endpoint.rank, header, convertor, payload_size, tag) {
+        if !cuda::refuse_sendi(endpoint.rank, convertor.flags())
+            && node.sendi(endpoint.rank, header, convertor, payload_size, tag)
+        {
             return Ok(());
         }
         let descriptor = want_descriptor
