@@ -61,6 +61,9 @@ static CUDA: OnceLock<Cuda> = OnceLock::new();
 static CONTROL: Mutex<Option<Control>> = Mutex::new(None);
 /// Outputs of the handshake are queued (set and cleared under the CONTROL lock).
 static CONTROL_WORK: AtomicBool = AtomicBool::new(false);
+/// Per local rank: the handshake reached a final state (enabled or refused), so sends
+/// skip the CONTROL lock. Set under that lock, never cleared while the node lives.
+static SETTLED: OnceLock<Vec<AtomicBool>> = OnceLock::new();
 /// Device gets in flight (stored under the gets lock).
 static GETS_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 /// The driver, when it loaded (kept for the life of the process: the driver must
@@ -149,6 +152,15 @@ pub fn attach(btl: &Btl<Module>, node: &Node) {
         }),
         procs: HashMap::new(),
     });
+    let _ = SETTLED.set(
+        (0..node.seg.nranks())
+            .map(|_| AtomicBool::new(false))
+            .collect(),
+    );
+}
+
+fn settled(peer: u32) -> Option<&'static AtomicBool> {
+    SETTLED.get().and_then(|v| v.get(peer as usize))
 }
 
 /// A peer's process, for the ADD_CUDA_IPC callback.
@@ -163,12 +175,26 @@ pub fn before_send(peer: u32) {
     let Some(cuda) = CUDA.get() else {
         return;
     };
+    if settled(peer).is_some_and(|s| s.load(Ordering::Acquire)) {
+        return;
+    }
     let mut guard = lock(&CONTROL);
     if let Some(c) = guard.as_mut() {
         rsmcuda_cuda::on_send(cuda.driver, &mut c.peers, peer);
         if c.peers.pending() > 0 {
             CONTROL_WORK.store(true, Ordering::Release);
         }
+        mark_settled(&c.peers, peer);
+    }
+}
+
+/// Records a final handshake state (called under the CONTROL lock).
+fn mark_settled(peers: &IpcPeers, peer: u32) {
+    let done = peers
+        .peer(peer)
+        .is_some_and(|p| p.ipc_enabled() || p.state() == rsmcuda_core::ipc::IpcState::Bad);
+    if done && let Some(s) = settled(peer) {
+        s.store(true, Ordering::Release);
     }
 }
 
@@ -199,7 +225,10 @@ pub fn on_control(bytes: &[u8]) {
             .on_control(bytes, None, |_, _| Ok::<bool, ()>(false)),
     };
     match result {
-        Ok(()) => CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release),
+        Ok(from) => {
+            mark_settled(&c.peers, from);
+            CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release);
+        }
         Err(e) => mca::help::show_help(crate::setup::HELP, "corrupt fifo", true, &[&e.to_string()]),
     }
 }

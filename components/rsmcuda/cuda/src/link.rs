@@ -18,8 +18,12 @@ pub fn on_send<G: Gpu>(gpu: &G, peers: &mut IpcPeers, peer: u32) {
     }
 }
 
-/// A control message arrived on the BTL's tag.
-pub fn on_control<G: Gpu>(gpu: &G, peers: &mut IpcPeers, bytes: &[u8]) -> Result<(), ControlError> {
+/// A control message arrived on the BTL's tag; returns its sender.
+pub fn on_control<G: Gpu>(
+    gpu: &G,
+    peers: &mut IpcPeers,
+    bytes: &[u8],
+) -> Result<u32, ControlError> {
     let local = gpu.current_device().ok();
     peers.on_control(bytes, local, |dev, peer| gpu.can_access_peer(dev, peer))
 }

@@ -177,15 +177,15 @@ impl IpcPeers {
         self.emit(peer, actions);
     }
 
-    /// A control message arrived (the payload of a fragment with [`CTRL_TAG`]).
-    /// `can_access_peer(local, peer)` is `cuDeviceCanAccessPeer`, called only when a
-    /// request from another device must be answered.
+    /// A control message arrived (the payload of a fragment with [`CTRL_TAG`]); returns
+    /// its sender. `can_access_peer(local, peer)` is `cuDeviceCanAccessPeer`, called
+    /// only when a request from another device must be answered.
     pub fn on_control<E>(
         &mut self,
         bytes: &[u8],
         local: Option<CudaDevice>,
         can_access_peer: impl FnOnce(CudaDevice, CudaDevice) -> Result<bool, E>,
-    ) -> Result<(), ControlError> {
+    ) -> Result<u32, ControlError> {
         let env = Envelope::decode(bytes).map_err(ControlError::Decode)?;
         let cfg = self.cfg;
         let p = self
@@ -207,7 +207,7 @@ impl IpcPeers {
             decide_access(mine, theirs, cfg.same_gpu_allowed, can_access_peer)
         });
         self.emit(env.from, actions);
-        Ok(())
+        Ok(env.from)
     }
 
     /// The next thing to do, oldest first.
