@@ -82,8 +82,8 @@ fn ompi_info_documents_every_parameter() {
     assert!(text.contains("current value: \"send,get\""), "{text}");
 }
 
-/// NUMA placement decides once per node and says so; the job runs the same with it
-/// on and off. On a single-node machine (this one) it must say there is nothing to do;
+/// NUMA placement decides once per node, from Open MPI's hwloc topology, and says so;
+/// the job runs the same with it on and off. On a single-node machine (this one) it must say there is nothing to do;
 /// on a multi-node one, where ranks are bound to cores, it binds every rank's memory.
 /// Each rank also says whether its CUDA path is on (off here: the Debian Open MPI
 /// has no CUDA support).
@@ -131,6 +131,14 @@ fn numa_placement_on_and_off_and_the_cuda_decision_are_reported() {
             lines[0],
             out.report()
         );
+        if on {
+            assert!(
+                lines[0].contains("topology: Open MPI's hwloc topology"),
+                "the topology is Open MPI's own: {}\n{}",
+                lines[0],
+                out.report()
+            );
+        }
         let cuda_lines = out
             .stderr
             .lines()

@@ -2,10 +2,11 @@
 //! creator's plan for the segment. The decisions are rsmcuda-core's `numa`; reading the
 //! machine and binding memory are rsmcuda-shm's.
 //!
-//! The binding is the one mpirun applied (`sched_getaffinity`), matched against the
-//! kernel's NUMA nodes (`/sys/devices/system/node`), which is what hwloc itself reads
-//! on Linux; Open MPI's hwloc topology is not consulted because the helpers that map a
-//! cpuset to NUMA nodes are inline functions of hwloc's headers, not library symbols.
+//! The topology comes from Open MPI's already-loaded hwloc topology
+//! (`opal_hwloc_topology`: the NUMA nodes whose cpusets meet this thread's binding).
+//! Where that cannot be read (an Open MPI with renamed hwloc symbols, no topology
+//! loaded), the same facts come from the kernel: the binding (`sched_getaffinity`)
+//! against `/sys/devices/system/node/node*/cpulist`. The verbose line names the source.
 
 use std::sync::OnceLock;
 
@@ -18,34 +19,39 @@ use crate::params;
 struct Topology {
     nodes: usize,
     home: Home,
+    source: String,
+}
+
+fn from_sysfs() -> Result<(usize, Home), String> {
+    let nodes = machine::nodes().map_err(|e| e.to_string())?;
+    let nodes = nodes
+        .into_iter()
+        .map(|(id, list)| Ok((id, numa::parse_cpulist(&list).map_err(|e| e.to_string())?)))
+        .collect::<Result<Vec<(NodeId, Vec<usize>)>, String>>()?;
+    let cpus = machine::allowed_cpus().map_err(|e| e.to_string())?;
+    Ok((nodes.len(), numa::home_node(&cpus, &nodes)))
 }
 
 fn topology() -> &'static Topology {
     static TOPO: OnceLock<Topology> = OnceLock::new();
-    TOPO.get_or_init(|| {
-        let read = || -> Result<(usize, Home), String> {
-            let nodes = machine::nodes().map_err(|e| e.to_string())?;
-            let nodes = nodes
-                .into_iter()
-                .map(|(id, list)| Ok((id, numa::parse_cpulist(&list).map_err(|e| e.to_string())?)))
-                .collect::<Result<Vec<(NodeId, Vec<usize>)>, String>>()?;
-            let cpus = machine::allowed_cpus().map_err(|e| e.to_string())?;
-            Ok((nodes.len(), numa::home_node(&cpus, &nodes)))
-        };
-        match read() {
-            Ok((nodes, home)) => Topology { nodes, home },
-            Err(e) => {
-                verbose!(
-                    crate::stream(),
-                    1,
-                    "btl:rsmcuda: NUMA topology unreadable ({e})"
-                );
-                Topology {
-                    nodes: 0,
-                    home: Home::Unknown,
-                }
-            }
-        }
+    TOPO.get_or_init(|| match machine::hwloc_numa_of_binding() {
+        Ok((nodes, hits)) => Topology {
+            nodes,
+            home: numa::home_of(hits),
+            source: "Open MPI's hwloc topology".into(),
+        },
+        Err(why) => match from_sysfs() {
+            Ok((nodes, home)) => Topology {
+                nodes,
+                home,
+                source: format!("sysfs; hwloc: {why}"),
+            },
+            Err(e) => Topology {
+                nodes: 0,
+                home: Home::Unknown,
+                source: format!("unreadable: hwloc: {why}; sysfs: {e}"),
+            },
+        },
     })
 }
 
@@ -72,9 +78,14 @@ pub fn plan(homes: &[Option<NodeId>]) -> Plan {
 /// One verbose line saying what was decided and done.
 pub fn report(plan: &Plan, placed: Option<&std::io::Result<Vec<(u32, u64)>>>) {
     let stream = crate::stream();
+    let source = &topology().source;
     match (plan, placed) {
         (Plan::Off(why), _) => {
-            verbose!(stream, 1, "btl:rsmcuda: NUMA placement off: {why}");
+            verbose!(
+                stream,
+                1,
+                "btl:rsmcuda: NUMA placement off: {why} (topology: {source})"
+            );
         }
         (Plan::Place(homes), Some(Ok(done))) => {
             let per_rank: Vec<String> = homes
@@ -89,7 +100,8 @@ pub fn report(plan: &Plan, placed: Option<&std::io::Result<Vec<(u32, u64)>>>) {
             verbose!(
                 stream,
                 1,
-                "btl:rsmcuda: NUMA placement: {} ({bytes} bytes bound, preferred policy)",
+                "btl:rsmcuda: NUMA placement: {} ({bytes} bytes bound, preferred policy; \
+                 topology: {source})",
                 per_rank.join(", ")
             );
         }

@@ -140,9 +140,9 @@ pub fn register(reg: &mut Registrar) -> Result<()> {
             true,
             Level::TUNER_BASIC,
             "Place each rank's FIFO, fragments and incoming fast boxes on the NUMA node \
-             the rank is bound to (found from its CPU binding and /sys/devices/system/node, \
-             published in the modex; the segment's creator binds the memory with a \
-             preferred policy before allocating it). Nothing is done on a single-node \
+             the rank is bound to (from Open MPI's hwloc topology, else from sysfs; published \
+             in the modex; the segment's creator binds the memory with a preferred \
+             policy before allocating it). Nothing is done on a single-node \
              machine or for ranks not bound within one node",
         ),
     };

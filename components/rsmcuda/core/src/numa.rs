@@ -59,11 +59,19 @@ pub enum Home {
 /// The home of a process allowed on `cpus`, given each node's CPUs.
 #[must_use]
 pub fn home_node(cpus: &[usize], nodes: &[(NodeId, Vec<usize>)]) -> Home {
-    let mut hit: Vec<NodeId> = nodes
-        .iter()
-        .filter(|(_, node_cpus)| node_cpus.iter().any(|c| cpus.contains(c)))
-        .map(|(id, _)| *id)
-        .collect();
+    home_of(
+        nodes
+            .iter()
+            .filter(|(_, node_cpus)| node_cpus.iter().any(|c| cpus.contains(c)))
+            .map(|(id, _)| *id)
+            .collect(),
+    )
+}
+
+/// The home of a process whose allowed CPUs meet the nodes `hit` (as hwloc reports
+/// them: the NUMA nodes whose cpuset intersects the binding).
+#[must_use]
+pub fn home_of(mut hit: Vec<NodeId>) -> Home {
     hit.sort_unstable();
     hit.dedup();
     match hit.as_slice() {
@@ -148,6 +156,9 @@ mod tests {
         );
         assert_eq!(home_node(&[9], &nodes), Home::Unknown);
         assert_eq!(home_node(&[0, 1], &[(0, vec![0, 1])]), Home::Node(0));
+        assert_eq!(home_of(vec![3, 1, 3]), Home::Spread(vec![1, 3]));
+        assert_eq!(home_of(vec![2, 2]), Home::Node(2));
+        assert_eq!(home_of(vec![]), Home::Unknown);
     }
 
     #[test]

@@ -13,13 +13,15 @@
 //!
 //! This is one of the crate's few places with `unsafe`: it lives in `sys.rs` (libc calls),
 //! `mapping.rs` (offset → reference), `freelist.rs` and `fbox.rs` (payload byte ranges) and `cma.rs`; `numa.rs` is safe and
-//! calls `sys.rs` for `mbind`, `get_mempolicy` and `sched_getaffinity`.
+//! calls `sys.rs` for `mbind`, `get_mempolicy` and `sched_getaffinity`, and `hwloc.rs` (raw)
+//! for Open MPI's hwloc topology.
 
 pub mod cma;
 mod error;
 mod fbox;
 mod fifo;
 mod freelist;
+mod hwloc;
 mod layout;
 mod mapping;
 mod name;
