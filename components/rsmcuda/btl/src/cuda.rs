@@ -58,6 +58,8 @@ struct Control {
 }
 
 static CUDA: OnceLock<Cuda> = OnceLock::new();
+/// Set at attach when every rank of the segment has CUDA IPC (`active`).
+static ENABLED: AtomicBool = AtomicBool::new(false);
 static CONTROL: Mutex<Option<Control>> = Mutex::new(None);
 /// Outputs of the handshake are queued (set and cleared under the CONTROL lock).
 static CONTROL_WORK: AtomicBool = AtomicBool::new(false);
@@ -73,11 +75,22 @@ static DRIVER: OnceLock<cuda::Driver> = OnceLock::new();
 /// REG_HANDLE_LEN bytes of every handle).
 static HOST: [u8; REG_HANDLE_LEN] = HOST_HANDLE;
 
+/// The CUDA state while CUDA IPC is in use.
+fn cuda() -> Option<&'static Cuda> {
+    CUDA.get().filter(|_| ENABLED.load(Ordering::Acquire))
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// CUDA IPC is in use: probed here and active in every rank of the segment.
 pub fn active() -> bool {
+    ENABLED.load(Ordering::Acquire) && CUDA.get().is_some()
+}
+
+/// CUDA IPC could run in this process (published in the modex).
+pub fn probed() -> bool {
     CUDA.get().is_some()
 }
 
@@ -137,7 +150,16 @@ pub fn probe(stream: &Stream) {
 
 /// The node is set up: start the handshakes, and with CUDA IPC active make room for
 /// device handles in ob1's RGET header.
-pub fn attach(btl: &Btl<Module>, node: &Node) {
+pub fn attach(btl: &Btl<Module>, node: &Node, everyone_has_cuda_ipc: bool) {
+    if probed() && !everyone_has_cuda_ipc {
+        verbose!(
+            crate::stream(),
+            1,
+            "btl:rsmcuda: CUDA IPC off: a rank of this node has no CUDA IPC (registration \
+             handles would not match); host path only"
+        );
+    }
+    ENABLED.store(probed() && everyone_has_cuda_ipc, Ordering::Release);
     if active() {
         // SAFETY: our own module, during add_procs (setup): ob1 reads the size only
         // when it builds or reads an RGET header, after add_procs returned.
@@ -172,7 +194,7 @@ pub fn remember(rank: u32, proc_: Proc) {
 
 /// Before a send to local rank `peer`: ask for IPC while nothing is decided.
 pub fn before_send(peer: u32) {
-    let Some(cuda) = CUDA.get() else {
+    let Some(cuda) = cuda() else {
         return;
     };
     if settled(peer).is_some_and(|s| s.load(Ordering::Acquire)) {
@@ -218,7 +240,7 @@ pub fn on_control(bytes: &[u8]) {
     let Some(c) = guard.as_mut() else {
         return;
     };
-    let result = match CUDA.get() {
+    let result = match cuda() {
         Some(cuda) => rsmcuda_cuda::on_control(cuda.driver, &mut c.peers, bytes),
         None => c
             .peers
@@ -354,7 +376,7 @@ pub enum Reg {
 }
 
 pub fn register(base: *mut u8, size: usize, flags: u32) -> Reg {
-    let Some(cuda) = CUDA.get() else {
+    let Some(cuda) = cuda() else {
         return Reg::Inactive;
     };
     if flags & sys::MCA_BTL_REG_FLAG_REMOTE_READ == 0 {
@@ -426,7 +448,7 @@ pub fn remote_device(op: &RdmaOp) -> Result<Option<DeviceRegion>> {
 
 /// Starts the copy of a device get; completion comes from progress.
 pub fn get(peer: u32, region: &DeviceRegion, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
-    let cuda = CUDA.get().ok_or(Error::NOT_SUPPORTED)?;
+    let cuda = cuda().ok_or(Error::NOT_SUPPORTED)?;
     let mut guard = lock(&cuda.gets);
     if guard.is_none() {
         let p = params::get();

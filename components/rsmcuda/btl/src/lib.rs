@@ -74,6 +74,8 @@ impl BtlComponent for Rsmcuda {
         let Some(limits) = mca::btl::effective_limits::<Rsmcuda>() else {
             return Ok(Vec::new());
         };
+        // Before the contact, which says whether CUDA IPC is active here.
+        cuda::probe(&stream);
         let contact = match setup::my_contact(limits) {
             Ok(c) => c,
             Err(e) => {
@@ -89,7 +91,6 @@ impl BtlComponent for Rsmcuda {
             )?
         };
         verbose!(stream, 1, "btl:rsmcuda: init, pid {}", contact.pid);
-        cuda::probe(&stream);
         Ok(vec![Module::new()])
     }
 

@@ -82,7 +82,7 @@ impl BtlModule for Module {
                         std::time::Duration::from_millis(p.attach_timeout_ms.get().max(1) as u64);
                     match Node::new(joined.seg, p.poll_batch.get().max(1) as usize, timeout) {
                         Ok(node) => {
-                            cuda::attach(btl, &node);
+                            cuda::attach(btl, &node, joined.all_cuda_ipc);
                             let _ = btl.node.set(node);
                             ACTIVE.store(btl as *const Btl<Self> as *mut _, Ordering::Release);
                             single_copy::announce(btl);

@@ -35,6 +35,7 @@ pub fn my_contact(limits: (usize, usize)) -> Result<Contact, String> {
         eager: limits.0 as u64,
         max: limits.1 as u64,
         numa_node: crate::numa::my_node(),
+        cuda_ipc: crate::cuda::probed(),
         segment: name.as_str().to_owned(),
     })
 }
@@ -48,6 +49,8 @@ fn split(hash: u64) -> (u32, u32) {
 pub struct Joined {
     pub seg: Segment,
     pub members: Vec<u64>,
+    /// Every participant has CUDA IPC active.
+    pub all_cuda_ipc: bool,
 }
 
 /// Finds the participants among `procs` and creates or attaches the segment.
@@ -182,8 +185,10 @@ pub fn join(
         let _ = seg.unlink_if_leader_on_failure();
         return None;
     }
+    let all_cuda_ipc = members.iter().all(|(_, c)| c.cuda_ipc);
     Some(Joined {
         seg,
+        all_cuda_ipc,
         members: members.into_iter().map(|(h, _)| h).collect(),
     })
 }
