@@ -54,6 +54,7 @@ fn ompi_info_documents_every_parameter() {
         "use_cuda_ipc_same_gpu",
         "cuda_ipc_cache_limit",
         "cuda_event_max",
+        "numa_placement",
         "eager_limit",
         "max_send_size",
         "get_limit",
@@ -69,6 +70,9 @@ fn ompi_info_documents_every_parameter() {
         "fifo_full",
         "pending_high_water",
         "single_copy_bytes",
+        "cuda_ipc_cache_hits",
+        "cuda_ipc_cache_misses",
+        "cuda_ipc_cache_evictions",
     ] {
         assert!(
             text.contains(&format!("performance \"btl_rsmcuda_{pvar}\"")),
@@ -76,6 +80,78 @@ fn ompi_info_documents_every_parameter() {
         );
     }
     assert!(text.contains("current value: \"send,get\""), "{text}");
+}
+
+/// NUMA placement decides once per node, from Open MPI's hwloc topology, and says so;
+/// the job runs the same with it on and off. On a single-node machine (this one) it must say there is nothing to do;
+/// on a multi-node one, where ranks are bound to cores, it binds every rank's memory.
+/// Each rank also says whether its CUDA path is on (off here: the Debian Open MPI
+/// has no CUDA support).
+#[test]
+fn numa_placement_on_and_off_and_the_cuda_decision_are_reported() {
+    let nodes = std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    n.starts_with("node") && n[4..].parse::<u32>().is_ok()
+                })
+                .count()
+        })
+        .unwrap_or(0);
+    for on in [true, false] {
+        let config = rsmcuda()
+            .with("btl_rsmcuda_verbose", "1")
+            .with("btl_rsmcuda_numa_placement", if on { "1" } else { "0" });
+        let out = run(&config, 2, "p2p_sizes", &["--quick"]);
+        out.assert_passed();
+        let lines: Vec<&str> = out
+            .stderr
+            .lines()
+            .chain(out.stdout.lines())
+            .filter(|l| l.contains("btl:rsmcuda: NUMA placement"))
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "one decision, by the creator\n{}",
+            out.report()
+        );
+        let expected = match (on, nodes) {
+            (false, _) => "NUMA placement off: btl_rsmcuda_numa_placement is off",
+            (true, 0 | 1) => "NUMA placement off: this machine has a single NUMA node",
+            // Bound ranks are placed; mpirun binds 2 ranks to cores by default.
+            (true, _) => "NUMA placement: rank 0 -> ",
+        };
+        assert!(
+            lines[0].contains(expected)
+                || (on && nodes > 1 && lines[0].contains("no rank is bound within one")),
+            "{}\n{}",
+            lines[0],
+            out.report()
+        );
+        if on {
+            assert!(
+                lines[0].contains("topology: Open MPI's hwloc topology"),
+                "the topology is Open MPI's own: {}\n{}",
+                lines[0],
+                out.report()
+            );
+        }
+        let cuda_lines = out
+            .stderr
+            .lines()
+            .chain(out.stdout.lines())
+            .filter(|l| l.contains("btl:rsmcuda: CUDA IPC o"))
+            .count();
+        assert_eq!(
+            cuda_lines,
+            2,
+            "each rank says whether CUDA IPC is on\n{}",
+            out.report()
+        );
+    }
 }
 
 /// The same sizes with single copy off: every large message goes through the

@@ -24,6 +24,8 @@ pub const ERROR_ALREADY_MAPPED: c_int = 208;
 const IPC_LAZY_ENABLE_PEER_ACCESS: c_uint = 1;
 /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`, `CU_MEMORYTYPE_DEVICE`.
 const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
+/// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`.
+const POINTER_ATTRIBUTE_SYNC_MEMOPS: c_int = 6;
 const MEMORYTYPE_DEVICE: c_uint = 2;
 /// `CU_STREAM_NON_BLOCKING`, `CU_EVENT_DISABLE_TIMING`.
 const STREAM_NON_BLOCKING: c_uint = 1;
@@ -148,6 +150,23 @@ impl Driver {
             )
         };
         code == SUCCESS && kind == MEMORYTYPE_DEVICE
+    }
+
+    /// Sets `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` on the allocation containing `ptr`:
+    /// synchronous memory operations on it then complete before any later access, so
+    /// a peer copying from it through IPC sees what the owner wrote (what a CUDA-aware
+    /// Open MPI's registration does instead of sending an IPC event).
+    pub fn set_sync_memops(&self, ptr: u64) -> Result<(), CuError> {
+        let enable: c_uint = 1;
+        // SAFETY: the attribute reads one unsigned int from our local; the driver
+        // validates the pointer.
+        check("cuPointerSetAttribute", unsafe {
+            (self.fns.pointer_set_attribute)(
+                (&raw const enable).cast(),
+                POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                ptr,
+            )
+        })
     }
 
     /// `cuMemGetAddressRange`: base and size of the allocation containing `ptr`.

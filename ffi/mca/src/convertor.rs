@@ -18,6 +18,13 @@ impl Convertor {
         self.0
     }
 
+    /// The convertor's `CONVERTOR_*` flags (e.g. `CONVERTOR_CUDA` 0x0040_0000 for a
+    /// device buffer in a CUDA-aware build).
+    pub fn flags(&self) -> u32 {
+        // SAFETY: valid convertor (constructor contract); reads one field.
+        unsafe { (*self.0).flags }
+    }
+
     /// True if the data must be packed (non-contiguous, or not in host memory).
     pub fn needs_packing(&self) -> bool {
         // SAFETY: valid convertor (constructor contract).

@@ -34,6 +34,11 @@ impl Stream {
     }
 
     /// True when a message at `level` would be printed (skip formatting otherwise).
+    /// The opal_output stream id (-1 when none could be opened).
+    pub fn id(&self) -> c_int {
+        self.id
+    }
+
     pub fn enabled(&self, level: c_int) -> bool {
         self.id >= 0 && level <= self.level
     }

@@ -1,28 +1,116 @@
 //! The CUDA side, decided once at init. It is on only when (1) the user allows it
-//! (btl_rsmcuda_use_cuda_ipc), (2) the running Open MPI is CUDA-aware — ob1 of a
-//! build without CUDA aborts the job on the ADD_CUDA_IPC error callback, so it must
-//! never be raised there — and (3) the CUDA driver library loads at run time.
+//! (btl_rsmcuda_use_cuda_ipc), (2) the running Open MPI is CUDA-aware
+//! (`opal_built_with_cuda_support` and `opal_cuda_support`) — ob1 of a build without
+//! CUDA aborts the job on the ADD_CUDA_IPC error callback, so it must never be raised
+//! there — and (3) the CUDA driver library loads at run time.
+//!
+//! This file only moves bytes between Open MPI and the logic in `rsmcuda-core` /
+//! `rsmcuda-cuda`:
+//! - the handshake: control messages on [`CTRL_TAG`] through our FIFOs (sent from
+//!   progress, retried while no fragment is free), `IpcPeers` deciding, and
+//!   ADD_CUDA_IPC raised for a peer once it is enabled;
+//! - `btl_register_mem` of device memory for remote read: the 80-byte registration
+//!   handle (IPC handle, allocation base and size); host buffers get an all-zero one
+//!   and keep the CMA rules;
+//! - `btl_get` from a device handle: `DeviceGets` (cache, async copy, event) and the
+//!   completions, in order, from progress.
+//!
+//! With CUDA IPC off nothing here changes the module: registration handles stay 0
+//! bytes, send/progress pay one atomic load, and a peer's request (if a peer has
+//! CUDA on) is refused so it does not wait.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use mca::btl::{Btl, RdmaCompletion, RdmaOp, Registration};
 use mca::output::Stream;
-use mca::{sys, verbose};
+use mca::proc::Proc;
+use mca::{Error, Result, sys, verbose};
+use rsmcuda_core::cache::CacheConfig;
+use rsmcuda_core::ipc::peers::{Envelope, IpcPeers, Output, PeersConfig};
+use rsmcuda_core::reg::{self, DeviceRegion, HOST_HANDLE, REG_HANDLE_LEN, RemoteMemory};
+use rsmcuda_cuda::{DeviceGets, Done, GetError};
 
-use crate::params;
+use crate::module::Module;
+use crate::node::Node;
+use crate::{params, stats};
+
+pub use rsmcuda_core::ipc::peers::CTRL_TAG;
+
+type Gets = DeviceGets<'static, cuda::Driver, RdmaCompletion>;
+
+/// Present only while CUDA IPC is active.
+struct Cuda {
+    driver: &'static cuda::Driver,
+    /// Created at the first device get: the stream and events belong to the
+    /// application's context, which may not exist at init.
+    gets: Mutex<Option<Gets>>,
+    /// Registration handles handed out for device buffers (addresses of boxes).
+    handles: Mutex<HashSet<usize>>,
+}
+
+/// The handshakes and who the peers are (both sides of the switch: a host without
+/// CUDA refuses requests through it).
+struct Control {
+    peers: IpcPeers,
+    procs: HashMap<u32, Proc>,
+}
+
+static CUDA: OnceLock<Cuda> = OnceLock::new();
+/// Set at attach when every rank of the segment has CUDA IPC (`active`).
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static CONTROL: Mutex<Option<Control>> = Mutex::new(None);
+/// Outputs of the handshake are queued (set and cleared under the CONTROL lock).
+static CONTROL_WORK: AtomicBool = AtomicBool::new(false);
+/// Per local rank: the handshake reached a final state (enabled or refused), so sends
+/// skip the CONTROL lock. Set under that lock, never cleared while the node lives.
+static SETTLED: OnceLock<Vec<AtomicBool>> = OnceLock::new();
+/// Device gets in flight (stored under the gets lock).
+static GETS_IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// The driver, when it loaded (kept for the life of the process: the driver must
+/// not be unloaded).
+static DRIVER: OnceLock<cuda::Driver> = OnceLock::new();
+/// The handle of host buffers while CUDA IPC is active (ob1 copies
+/// REG_HANDLE_LEN bytes of every handle).
+static HOST: [u8; REG_HANDLE_LEN] = HOST_HANDLE;
+
+/// The CUDA state while CUDA IPC is in use.
+fn cuda() -> Option<&'static Cuda> {
+    CUDA.get().filter(|_| ENABLED.load(Ordering::Acquire))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// CUDA IPC is in use: probed here and active in every rank of the segment.
+pub fn active() -> bool {
+    ENABLED.load(Ordering::Acquire) && CUDA.get().is_some()
+}
+
+/// CUDA IPC could run in this process (published in the modex).
+pub fn probed() -> bool {
+    CUDA.get().is_some()
+}
 
 /// Why CUDA IPC is off, or None when it may run.
 fn reason_off() -> Option<String> {
     if !params::get().use_cuda_ipc.enabled() {
         return Some("btl_rsmcuda_use_cuda_ipc is false".into());
     }
-    // SAFETY: a plain bool exported by libopen-pal, set when it loads.
-    if !unsafe { sys::opal_built_with_cuda_support } {
+    // SAFETY: plain bools exported by libopen-pal, set when it loads (built_with) and
+    // at parameter registration (cuda_support), before any BTL init.
+    let (built_with, enabled) =
+        unsafe { (sys::opal_built_with_cuda_support, sys::opal_cuda_support) };
+    if !built_with {
         return Some("this Open MPI is built without CUDA support".into());
+    }
+    if !enabled {
+        return Some("CUDA support is disabled in this Open MPI (opal_cuda_support)".into());
     }
     None
 }
-
-/// The driver, when it loaded (kept for the life of the process: the driver must
-/// not be unloaded).
-static DRIVER: std::sync::OnceLock<cuda::Driver> = std::sync::OnceLock::new();
 
 pub fn probe(stream: &Stream) {
     if let Some(why) = reason_off() {
@@ -40,18 +128,374 @@ pub fn probe(stream: &Stream) {
             return;
         }
     };
+    let driver = DRIVER.get_or_init(|| driver);
     let p = params::get();
     verbose!(
         stream,
         1,
-        "btl:rsmcuda: CUDA driver {} with {} device(s) (same GPU {}, cache limit {} bytes, \
-         {} events); the BTL-level IPC handshake is not wired yet, so device buffers take \
-         the host path",
+        "btl:rsmcuda: CUDA IPC on: driver {} with {} device(s) (same GPU {}, cache limit {} \
+         bytes, {} events)",
         driver.version().unwrap_or(0),
         driver.device_count().unwrap_or(0),
         p.use_cuda_ipc_same_gpu.enabled(),
         p.cuda_cache_limit.get(),
         p.cuda_event_max.get()
     );
-    let _ = DRIVER.set(driver);
+    let _ = CUDA.set(Cuda {
+        driver,
+        gets: Mutex::new(None),
+        handles: Mutex::new(HashSet::new()),
+    });
+}
+
+/// The node is set up: start the handshakes, and with CUDA IPC active make room for
+/// device handles in ob1's RGET header.
+pub fn attach(btl: &Btl<Module>, node: &Node, everyone_has_cuda_ipc: bool) {
+    if probed() && !everyone_has_cuda_ipc {
+        verbose!(
+            crate::stream(),
+            1,
+            "btl:rsmcuda: CUDA IPC off: a rank of this node has no CUDA IPC (registration \
+             handles would not match); host path only"
+        );
+    }
+    ENABLED.store(probed() && everyone_has_cuda_ipc, Ordering::Release);
+    if active() {
+        // SAFETY: our own module, during add_procs (setup): ob1 reads the size only
+        // when it builds or reads an RGET header, after add_procs returned.
+        unsafe { (*btl.as_raw()).btl_registration_handle_size = REG_HANDLE_LEN };
+    }
+    *lock(&CONTROL) = Some(Control {
+        peers: IpcPeers::new(PeersConfig {
+            my_rank: node.my_rank(),
+            nranks: node.seg.nranks(),
+            same_gpu_allowed: params::get().use_cuda_ipc_same_gpu.enabled(),
+            host_cuda_aware: active(),
+        }),
+        procs: HashMap::new(),
+    });
+    let _ = SETTLED.set(
+        (0..node.seg.nranks())
+            .map(|_| AtomicBool::new(false))
+            .collect(),
+    );
+}
+
+fn settled(peer: u32) -> Option<&'static AtomicBool> {
+    SETTLED.get().and_then(|v| v.get(peer as usize))
+}
+
+/// A peer's process, for the ADD_CUDA_IPC callback.
+pub fn remember(rank: u32, proc_: Proc) {
+    if let Some(c) = lock(&CONTROL).as_mut() {
+        c.procs.insert(rank, proc_);
+    }
+}
+
+/// Before a send to local rank `peer`: ask for IPC while nothing is decided.
+pub fn before_send(peer: u32) {
+    let Some(cuda) = cuda() else {
+        return;
+    };
+    if settled(peer).is_some_and(|s| s.load(Ordering::Acquire)) {
+        return;
+    }
+    let mut guard = lock(&CONTROL);
+    if let Some(c) = guard.as_mut() {
+        rsmcuda_cuda::on_send(cuda.driver, &mut c.peers, peer);
+        if c.peers.pending() > 0 {
+            CONTROL_WORK.store(true, Ordering::Release);
+        }
+        mark_settled(&c.peers, peer);
+    }
+}
+
+/// Records a final handshake state (called under the CONTROL lock).
+fn mark_settled(peers: &IpcPeers, peer: u32) {
+    let done = peers
+        .peer(peer)
+        .is_some_and(|p| p.ipc_enabled() || p.state() == rsmcuda_core::ipc::IpcState::Bad);
+    if done && let Some(s) = settled(peer) {
+        s.store(true, Ordering::Release);
+    }
+}
+
+/// `CONVERTOR_CUDA` (opal_convertor.h): the convertor describes device memory.
+const CONVERTOR_CUDA: u32 = 0x0040_0000;
+
+/// Whether `sendi` must refuse: device data to a peer with CUDA IPC on goes through
+/// ob1's RGET path (registration + get) instead of being packed into a fragment, as
+/// with smcuda.
+pub fn refuse_sendi(peer: u32, convertor_flags: u32) -> bool {
+    convertor_flags & CONVERTOR_CUDA != 0
+        && active()
+        && lock(&CONTROL)
+            .as_ref()
+            .is_some_and(|c| c.peers.ipc_enabled(peer))
+}
+
+/// A control message arrived (called from the receive path).
+pub fn on_control(bytes: &[u8]) {
+    let mut guard = lock(&CONTROL);
+    let Some(c) = guard.as_mut() else {
+        return;
+    };
+    let result = match cuda() {
+        Some(cuda) => rsmcuda_cuda::on_control(cuda.driver, &mut c.peers, bytes),
+        None => c
+            .peers
+            .on_control(bytes, None, |_, _| Ok::<bool, ()>(false)),
+    };
+    match result {
+        Ok(from) => {
+            mark_settled(&c.peers, from);
+            CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release);
+        }
+        Err(e) => mca::help::show_help(crate::setup::HELP, "corrupt fifo", true, &[&e.to_string()]),
+    }
+}
+
+/// Progress: control messages out, ob1 told, device gets completed in order.
+pub fn progress(btl: &Btl<Module>, node: &Node) -> usize {
+    let mut handled = 0;
+    if CONTROL_WORK.load(Ordering::Acquire) {
+        handled += flush_control(btl, node);
+    }
+    if GETS_IN_FLIGHT.load(Ordering::Acquire) > 0 {
+        handled += complete_gets(btl);
+    }
+    handled
+}
+
+fn flush_control(btl: &Btl<Module>, node: &Node) -> usize {
+    let mut told = Vec::new();
+    let mut done = 0;
+    {
+        let mut guard = lock(&CONTROL);
+        let Some(c) = guard.as_mut() else {
+            return 0;
+        };
+        let me = node.my_rank();
+        while let Some(out) = c.peers.pop() {
+            match out {
+                Output::Send { to, msg } => {
+                    let bytes = Envelope { from: me, msg }.encode();
+                    if !node.send_bytes(to, CTRL_TAG, &bytes) {
+                        c.peers.requeue(out);
+                        break;
+                    }
+                    done += 1;
+                }
+                Output::AddCudaIpc { peer } => told.push((peer, c.procs.get(&peer).copied())),
+                Output::Bad { peer, reason } => verbose!(
+                    crate::stream(),
+                    1,
+                    "btl:rsmcuda: no CUDA IPC with local rank {peer}: {reason}"
+                ),
+            }
+        }
+        CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release);
+    }
+    // Outside the lock: ob1's handler may send.
+    for (peer, proc_) in told {
+        // IpcPeers emits AddCudaIpc only with CUDA IPC active, i.e. in a CUDA-aware
+        // Open MPI; checked again because the other branch aborts the job.
+        if !active() {
+            continue;
+        }
+        let Some(proc_) = proc_ else {
+            verbose!(
+                crate::stream(),
+                1,
+                "btl:rsmcuda: CUDA IPC with local rank {peer} agreed, but it is not one of \
+                 our endpoints; ob1 is not told"
+            );
+            continue;
+        };
+        verbose!(
+            crate::stream(),
+            1,
+            "btl:rsmcuda: CUDA IPC with local rank {peer} on"
+        );
+        btl.report_add_cuda_ipc(proc_, crate::stream().id());
+        done += 1;
+    }
+    done
+}
+
+fn complete_gets(btl: &Btl<Module>) -> usize {
+    let Some(cuda) = CUDA.get() else {
+        return 0;
+    };
+    let finished: Vec<Done<RdmaCompletion>> = {
+        let mut guard = lock(&cuda.gets);
+        let Some(gets) = guard.as_mut() else {
+            return 0;
+        };
+        let finished = std::iter::from_fn(|| gets.poll()).collect();
+        publish(gets);
+        finished
+    };
+    let n = finished.len();
+    // Outside the lock: ob1's completion may start the next get.
+    for d in finished {
+        match d {
+            Done::Ok(done) => done.complete(btl, Ok(())),
+            Done::Failed(done, code) => {
+                verbose!(
+                    crate::stream(),
+                    1,
+                    "btl:rsmcuda: CUDA IPC copy failed (CUresult {code})"
+                );
+                done.complete(btl, Err(Error::ERROR));
+            }
+        }
+    }
+    n
+}
+
+/// Counters for MPI_T and progress (under the gets lock).
+fn publish(gets: &Gets) {
+    GETS_IN_FLIGHT.store(gets.in_flight(), Ordering::Release);
+    let s = gets.stats();
+    stats::CACHE_HITS.store(s.hits, Ordering::Relaxed);
+    stats::CACHE_MISSES.store(s.misses, Ordering::Relaxed);
+    stats::CACHE_EVICTIONS.store(s.evictions + s.stale, Ordering::Relaxed);
+}
+
+/// What `btl_register_mem` should do.
+pub enum Reg {
+    /// CUDA IPC off: the host rules as without this file.
+    Inactive,
+    /// Host memory with CUDA IPC active: the host rules, with [`host_registration`].
+    Host,
+    /// A device buffer's handle.
+    Device(Registration),
+    /// Device memory that cannot be exported: decline.
+    Decline,
+}
+
+pub fn register(base: *mut u8, size: usize, flags: u32) -> Reg {
+    let Some(cuda) = cuda() else {
+        return Reg::Inactive;
+    };
+    if flags & sys::MCA_BTL_REG_FLAG_REMOTE_READ == 0 {
+        // The local side of a get needs nothing: the copy writes through its address.
+        return Reg::Host;
+    }
+    match rsmcuda_cuda::export(cuda.driver, base as u64, size as u64) {
+        Ok(None) => Reg::Host,
+        Ok(Some(region)) => {
+            let raw = Box::into_raw(Box::new(region.encode()));
+            lock(&cuda.handles).insert(raw as usize);
+            Registration::from_raw(raw.cast()).map_or(Reg::Decline, Reg::Device)
+        }
+        Err(code) => {
+            verbose!(
+                crate::stream(),
+                1,
+                "btl:rsmcuda: cannot export device buffer {base:p} ({size} bytes) for CUDA \
+                 IPC (CUresult {code}); ob1 sends it another way"
+            );
+            Reg::Decline
+        }
+    }
+}
+
+/// The handle of a host buffer while CUDA IPC is active.
+pub fn host_registration() -> Registration {
+    Registration::from_raw((&raw const HOST).cast_mut().cast())
+        .expect("a static has a non-NULL address")
+}
+
+/// Releases a device handle from [`register`]; other handles are statics.
+pub fn deregister(handle: Registration) {
+    let Some(cuda) = CUDA.get() else {
+        return;
+    };
+    let addr = handle.as_ptr() as usize;
+    if lock(&cuda.handles).remove(&addr) {
+        // SAFETY: the address came from Box::into_raw in `register` and was still in
+        // the live set, so it is freed exactly once.
+        drop(unsafe { Box::from_raw(addr as *mut [u8; REG_HANDLE_LEN]) });
+    }
+}
+
+/// The device region behind a get's remote handle, or None for a host (CMA) get.
+pub fn remote_device(op: &RdmaOp) -> Result<Option<DeviceRegion>> {
+    if !active() {
+        return Ok(None);
+    }
+    let Some(handle) = op.remote_handle else {
+        return Ok(None);
+    };
+    // SAFETY: with CUDA IPC active our registration_handle_size is REG_HANDLE_LEN, so
+    // ob1 hands us a copy of that many bytes of the peer's handle (in its RGET header).
+    let bytes = unsafe { &*handle.as_ptr().cast::<[u8; REG_HANDLE_LEN]>() };
+    match reg::decode(bytes) {
+        Ok(RemoteMemory::Host) => Ok(None),
+        Ok(RemoteMemory::Device(r)) => Ok(Some(r)),
+        Err(e) => {
+            verbose!(
+                crate::stream(),
+                1,
+                "btl:rsmcuda: get with a bad handle: {e}"
+            );
+            Err(Error::BAD_PARAM)
+        }
+    }
+}
+
+/// Starts the copy of a device get; completion comes from progress.
+pub fn get(peer: u32, region: &DeviceRegion, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
+    let cuda = cuda().ok_or(Error::NOT_SUPPORTED)?;
+    let mut guard = lock(&cuda.gets);
+    if guard.is_none() {
+        let p = params::get();
+        let cfg = CacheConfig {
+            size_limit: p.cuda_cache_limit.get() as u64,
+            keep_released: true,
+        };
+        match DeviceGets::new(cuda.driver, cfg, p.cuda_event_max.get().max(1) as usize) {
+            Ok(g) => *guard = Some(g),
+            Err(code) => {
+                verbose!(
+                    crate::stream(),
+                    1,
+                    "btl:rsmcuda: cannot create the CUDA IPC stream/events (CUresult {code})"
+                );
+                return Err(Error::ERROR);
+            }
+        }
+    }
+    let gets = guard.as_mut().expect("created above");
+    // SAFETY: ob1 hands us its receive buffer (device memory registered by its CUDA
+    // path) of op.size bytes for the duration of the get and does not touch it until
+    // the completion, which runs from progress after the copy's event.
+    let started = unsafe { gets.start(peer, region, op.remote, op.local as u64, op.size, done) };
+    publish(gets);
+    match started {
+        Ok(_) => Ok(()),
+        Err(GetError::Busy) => Err(Error::OUT_OF_RESOURCE),
+        Err(e) => {
+            verbose!(crate::stream(), 1, "btl:rsmcuda: CUDA IPC get failed: {e}");
+            Err(Error::ERROR)
+        }
+    }
+}
+
+/// At finalize: wait (bounded) for copies in flight, then close every mapping.
+pub fn finalize(btl: &Btl<Module>) {
+    let Some(cuda) = CUDA.get() else {
+        *lock(&CONTROL) = None;
+        return;
+    };
+    let start = std::time::Instant::now();
+    while lock(&cuda.gets).as_ref().is_some_and(|g| g.in_flight() > 0)
+        && start.elapsed() < std::time::Duration::from_secs(2)
+    {
+        complete_gets(btl);
+    }
+    *lock(&cuda.gets) = None;
+    *lock(&CONTROL) = None;
 }

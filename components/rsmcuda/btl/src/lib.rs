@@ -11,6 +11,7 @@ mod desc;
 mod modex;
 mod module;
 mod node;
+mod numa;
 mod params;
 mod setup;
 mod single_copy;
@@ -73,6 +74,8 @@ impl BtlComponent for Rsmcuda {
         let Some(limits) = mca::btl::effective_limits::<Rsmcuda>() else {
             return Ok(Vec::new());
         };
+        // Before the contact, which says whether CUDA IPC is active here.
+        cuda::probe(&stream);
         let contact = match setup::my_contact(limits) {
             Ok(c) => c,
             Err(e) => {
@@ -88,7 +91,6 @@ impl BtlComponent for Rsmcuda {
             )?
         };
         verbose!(stream, 1, "btl:rsmcuda: init, pid {}", contact.pid);
-        cuda::probe(&stream);
         Ok(vec![Module::new()])
     }
 

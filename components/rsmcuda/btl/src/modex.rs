@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-const MAGIC: u32 = 0x7273_6d31; // "rsm1"
-const FIXED: usize = 4 + 4 + 8 + 8 + 2;
+const MAGIC: u32 = 0x7273_6d32; // "rsm2"
+const FIXED: usize = 4 + 4 + 8 + 8 + 4 + 4 + 2;
 const MAX_NAME: usize = 255;
 
 /// One rank's modex blob.
@@ -15,6 +15,12 @@ pub struct Contact {
     /// Its eager and max fragment sizes: ranks share a segment only if they agree.
     pub eager: u64,
     pub max: u64,
+    /// The NUMA node the rank is bound within, if any: the segment's creator places the
+    /// rank's memory there.
+    pub numa_node: Option<u32>,
+    /// CUDA IPC is active in this rank. Registration handles change size with it, so it
+    /// is used only when every rank of the segment has it.
+    pub cuda_ipc: bool,
     /// `/rsmcuda-...`: the name this rank creates the segment under if it leads.
     pub segment: String,
 }
@@ -53,6 +59,8 @@ impl Contact {
         out.extend_from_slice(&self.pid.to_le_bytes());
         out.extend_from_slice(&self.eager.to_le_bytes());
         out.extend_from_slice(&self.max.to_le_bytes());
+        out.extend_from_slice(&self.numa_node.map_or(-1, |n| n as i32).to_le_bytes());
+        out.extend_from_slice(&u32::from(self.cuda_ipc).to_le_bytes());
         out.extend_from_slice(&(name.len() as u16).to_le_bytes());
         out.extend_from_slice(name);
         out
@@ -67,7 +75,9 @@ impl Contact {
             return Err(BadContact::WrongMagic(word(0)));
         }
         let long = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
-        let declared = usize::from(u16::from_le_bytes([bytes[24], bytes[25]]));
+        let node = i32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes"));
+        let cuda_ipc = word(28) != 0;
+        let declared = usize::from(u16::from_le_bytes([bytes[32], bytes[33]]));
         let present = bytes.len() - FIXED;
         if declared != present || declared > MAX_NAME {
             return Err(BadContact::NameLength { declared, present });
@@ -79,6 +89,8 @@ impl Contact {
             pid: word(4),
             eager: long(8),
             max: long(16),
+            numa_node: u32::try_from(node).ok(),
+            cuda_ipc,
             segment,
         })
     }
@@ -94,10 +106,18 @@ mod tests {
             pid: 4242,
             eager: 4096,
             max: 32768,
+            numa_node: Some(1),
+            cuda_ipc: true,
             segment: "/rsmcuda-1a2b-4242-00ff".into(),
         };
         let bytes = c.encode();
-        assert_eq!(Contact::decode(&bytes), Ok(c));
+        assert_eq!(Contact::decode(&bytes), Ok(c.clone()));
+        let unbound = Contact {
+            numa_node: None,
+            cuda_ipc: false,
+            ..c.clone()
+        };
+        assert_eq!(Contact::decode(&unbound.encode()), Ok(unbound));
         assert_eq!(Contact::decode(&bytes[..3]), Err(BadContact::TooShort(3)));
         let mut bad = bytes.clone();
         bad[0] ^= 1;

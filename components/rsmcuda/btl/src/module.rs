@@ -11,7 +11,7 @@ use mca::proc::Proc;
 use mca::{Error, Result, sys, verbose};
 
 use crate::node::Node;
-use crate::{setup, single_copy};
+use crate::{cuda, setup, single_copy};
 
 /// One peer on this node, by its rank in the segment.
 pub struct Endpoint {
@@ -57,7 +57,8 @@ pub fn progress() -> usize {
     // SAFETY: ACTIVE holds a module cell from btl_init, set in add_procs and cleared
     // in finalize before the cell is freed; ob1 stops progress before finalize.
     let btl = unsafe { &*btl };
-    btl.node().map_or(0, |node| node.progress(btl))
+    btl.node()
+        .map_or(0, |node| node.progress(btl) + cuda::progress(btl, node))
 }
 
 fn component() -> *const sys::mca_base_component_t {
@@ -81,6 +82,7 @@ impl BtlModule for Module {
                         std::time::Duration::from_millis(p.attach_timeout_ms.get().max(1) as u64);
                     match Node::new(joined.seg, p.poll_batch.get().max(1) as usize, timeout) {
                         Ok(node) => {
+                            cuda::attach(btl, &node, joined.all_cuda_ipc);
                             let _ = btl.node.set(node);
                             ACTIVE.store(btl as *const Btl<Self> as *mut _, Ordering::Release);
                             single_copy::announce(btl);
@@ -110,11 +112,9 @@ impl BtlModule for Module {
                 if p.is_me() || !p.is_local() {
                     return None;
                 }
-                let rank = members.iter().position(|h| *h == p.name_hash())?;
-                Some(Endpoint {
-                    rank: rank as u32,
-                    proc_: *p,
-                })
+                let rank = members.iter().position(|h| *h == p.name_hash())? as u32;
+                cuda::remember(rank, *p);
+                Some(Endpoint { rank, proc_: *p })
             })
             .collect())
     }
@@ -124,6 +124,7 @@ impl BtlModule for Module {
     }
 
     fn finalize(btl: &Btl<Self>) -> Result<()> {
+        cuda::finalize(btl);
         if let Some(node) = btl.node() {
             let left = node.drain_before_exit(std::time::Duration::from_secs(2));
             if left > 0 {
@@ -209,6 +210,7 @@ impl BtlModule for Module {
         tag: u8,
     ) -> Result<SendStatus> {
         let node = btl.node().ok_or(Error::UNREACH)?;
+        cuda::before_send(endpoint.rank);
         node.send(descriptor, endpoint.rank, tag)
     }
 
@@ -226,7 +228,10 @@ impl BtlModule for Module {
         let Some(node) = btl.node() else {
             return Err(SendiRefused { descriptor: None });
         };
-        if node.sendi(endpoint.rank, header, convertor, payload_size, tag) {
+        cuda::before_send(endpoint.rank);
+        if !cuda::refuse_sendi(endpoint.rank, convertor.flags())
+            && node.sendi(endpoint.rank, header, convertor, payload_size, tag)
+        {
             return Ok(());
         }
         let descriptor = want_descriptor
@@ -244,16 +249,31 @@ impl BtlModule for Module {
     }
 
     fn get(btl: &Btl<Self>, endpoint: &Endpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
-        single_copy::get(btl, endpoint, op, done)
+        match cuda::remote_device(&op)? {
+            Some(region) => cuda::get(endpoint.rank, &region, op, done),
+            None => single_copy::get(btl, endpoint, op, done),
+        }
     }
 
     fn register_mem(
         btl: &Btl<Self>,
         _endpoint: Option<&Endpoint>,
-        _base: *mut u8,
+        base: *mut u8,
         size: usize,
         flags: u32,
     ) -> Option<Registration> {
-        single_copy::register(btl, size, flags)
+        match cuda::register(base, size, flags) {
+            cuda::Reg::Inactive => single_copy::register(btl, size, flags),
+            cuda::Reg::Host => {
+                single_copy::register(btl, size, flags).map(|_| cuda::host_registration())
+            }
+            cuda::Reg::Device(handle) => Some(handle),
+            cuda::Reg::Decline => None,
+        }
+    }
+
+    fn deregister_mem(_btl: &Btl<Self>, handle: Registration) -> Result<()> {
+        cuda::deregister(handle);
+        Ok(())
     }
 }

@@ -252,6 +252,39 @@ impl Node {
             }
             stats::add_signed(&stats::SENDIS, -1);
         }
+        let sent = self.send_eager(peer, tag, total, |buf| {
+            buf[..header.len()].copy_from_slice(header);
+            let packed = if payload_size > 0 {
+                convertor.pack(&mut buf[header.len()..total])
+            } else {
+                0
+            };
+            header.len() + packed
+        });
+        if sent {
+            stats::bump(&stats::SENDIS);
+        }
+        sent
+    }
+
+    /// Sends the BTL's own message `bytes` (a CUDA IPC control message) with `tag`
+    /// through the FIFO; false when no eager fragment is free (try again later).
+    pub fn send_bytes(&self, peer: u32, tag: u8, bytes: &[u8]) -> bool {
+        self.send_eager(peer, tag, bytes.len(), |buf| {
+            buf[..bytes.len()].copy_from_slice(bytes);
+            bytes.len()
+        })
+    }
+
+    /// Fills an eager fragment with `fill` (given room for `total` bytes, returning the
+    /// bytes written) and sends it with no completion owed.
+    fn send_eager(
+        &self,
+        peer: u32,
+        tag: u8,
+        total: usize,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> bool {
         if total > self.eager_capacity() {
             return false;
         }
@@ -261,12 +294,7 @@ impl Node {
                 return false;
             };
             let buf = side.pool.payload_mut(&mut frag);
-            buf[..header.len()].copy_from_slice(header);
-            let packed = if payload_size > 0 {
-                convertor.pack(&mut buf[header.len()..total])
-            } else {
-                0
-            };
+            let len = fill(&mut buf[..total]);
             let Some(des) = self.table.get(frag.kind(), frag.index()) else {
                 side.pool.free(frag);
                 return false;
@@ -274,13 +302,12 @@ impl Node {
             let extra = self.table.extra(des);
             extra.silent.store(true, Ordering::Release);
             extra.peer.store(peer, Ordering::Relaxed);
-            match side.pool.post(frag, header.len() + packed, tag) {
+            match side.pool.post(frag, len, tag) {
                 Ok(v) => v,
                 Err(_) => return false,
             }
         };
         self.fifo_out[peer as usize].fetch_add(1, Ordering::AcqRel);
-        stats::bump(&stats::SENDIS);
         self.push_or_queue(peer, value, || {});
         true
     }
@@ -382,9 +409,7 @@ impl Node {
                 continue;
             }
             // RECEIVES is counted once per box and pass, not per message.
-            match b.poll(self.poll_batch, |tag, payload| {
-                btl.deliver_one(tag, payload)
-            }) {
+            match b.poll(self.poll_batch, |tag, payload| deliver(btl, tag, payload)) {
                 Ok(n) => {
                     stats::add(&stats::RECEIVES, n as u64);
                     handled += n;
@@ -404,7 +429,7 @@ impl Node {
             match received.kind() {
                 FifoKind::Send => match reader.incoming(received) {
                     Ok(incoming) => {
-                        btl.deliver_one(incoming.tag(), incoming.payload());
+                        deliver(btl, incoming.tag(), incoming.payload());
                         stats::bump(&stats::RECEIVES);
                         let (owner, ack) = incoming.into_ack(true);
                         self.push_or_queue(owner, ack, || {});
@@ -498,6 +523,16 @@ impl Drop for Node {
         if self.seg.is_leader() && !self.seg.is_unlinked() {
             crate::setup::abandon(&self.seg);
         }
+    }
+}
+
+/// Hands a message to ob1, except the BTL's own control messages (CUDA IPC), which ob1
+/// has no callback for.
+fn deliver<M: mca::btl::BtlModule>(btl: &Btl<M>, tag: u8, payload: &[u8]) {
+    if tag == crate::cuda::CTRL_TAG {
+        crate::cuda::on_control(payload);
+    } else {
+        btl.deliver_one(tag, payload);
     }
 }
 

@@ -20,6 +20,7 @@ pub struct Params {
     pub use_cuda_ipc_same_gpu: Param<bool>,
     pub cuda_cache_limit: Param<usize>,
     pub cuda_event_max: Param<i32>,
+    pub numa_placement: Param<bool>,
 }
 
 /// `single_copy` values.
@@ -133,6 +134,16 @@ pub fn register(reg: &mut Registrar) -> Result<()> {
             1..=1 << 16,
             Level::TUNER_DETAIL,
             "CUDA events for asynchronous device copies in flight",
+        ),
+        numa_placement: reg.bool(
+            "numa_placement",
+            true,
+            Level::TUNER_BASIC,
+            "Place each rank's FIFO, fragments and incoming fast boxes on the NUMA node \
+             the rank is bound to (from Open MPI's hwloc topology, else from sysfs; published \
+             in the modex; the segment's creator binds the memory with a preferred \
+             policy before allocating it). Nothing is done on a single-node \
+             machine or for ranks not bound within one node",
         ),
     };
     if !params.fifo_size.get().unsigned_abs().is_power_of_two() {

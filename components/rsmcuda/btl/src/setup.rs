@@ -13,6 +13,8 @@ use mca::proc::Proc;
 use mca::verbose;
 use rsmcuda_shm::{AbandonOutcome, LayoutParams, Retry, Segment, SegmentName};
 
+use rsmcuda_core::numa::Plan;
+
 use crate::modex::Contact;
 use crate::params;
 
@@ -32,6 +34,8 @@ pub fn my_contact(limits: (usize, usize)) -> Result<Contact, String> {
         pid,
         eager: limits.0 as u64,
         max: limits.1 as u64,
+        numa_node: crate::numa::my_node(),
+        cuda_ipc: crate::cuda::probed(),
         segment: name.as_str().to_owned(),
     })
 }
@@ -45,6 +49,8 @@ fn split(hash: u64) -> (u32, u32) {
 pub struct Joined {
     pub seg: Segment,
     pub members: Vec<u64>,
+    /// Every participant has CUDA IPC active.
+    pub all_cuda_ipc: bool,
 }
 
 /// Finds the participants among `procs` and creates or attaches the segment.
@@ -131,7 +137,16 @@ pub fn join(
     let timeout = Duration::from_millis(p.attach_timeout_ms.get().max(1) as u64);
     let result = if my_rank == 0 {
         let layout = layout_params(nranks, limits);
-        Segment::create(&name, &layout, 0)
+        let homes: Vec<Option<u32>> = members.iter().map(|(_, c)| c.numa_node).collect();
+        let plan = crate::numa::plan(&homes);
+        let place = match &plan {
+            Plan::Place(v) => v.as_slice(),
+            Plan::Off(_) => &[],
+        };
+        Segment::create_placed(&name, &layout, 0, place).map(|(seg, placed)| {
+            crate::numa::report(&plan, Some(&placed));
+            seg
+        })
     } else {
         let retry = Retry {
             attempts: (timeout.as_millis() / 20).max(1) as u32 + 10,
@@ -170,8 +185,10 @@ pub fn join(
         let _ = seg.unlink_if_leader_on_failure();
         return None;
     }
+    let all_cuda_ipc = members.iter().all(|(_, c)| c.cuda_ipc);
     Some(Joined {
         seg,
+        all_cuda_ipc,
         members: members.into_iter().map(|(h, _)| h).collect(),
     })
 }

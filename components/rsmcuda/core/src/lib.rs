@@ -1,5 +1,6 @@
-//! rsmcuda core: CUDA IPC handshake state machine, remote memory-handle cache and the
-//! in-order completion ring of IPC copies (sans-IO).
+//! rsmcuda core: CUDA IPC handshake state machine (per peer and node-wide), remote
+//! memory-handle cache, the in-order completion ring of IPC copies, the registration
+//! handle, and the NUMA placement decision (sans-IO).
 //!
 //! The glue (`components/rsmcuda/btl`, `components/rsmcuda/cuda`) owns shared memory,
 //! the CUDA driver (loaded at run time) and the BTL callbacks; this crate decides what
@@ -10,6 +11,8 @@
 pub mod cache;
 pub mod copy;
 pub mod ipc;
+pub mod numa;
+pub mod reg;
 
 #[cfg(test)]
 mod testutil;

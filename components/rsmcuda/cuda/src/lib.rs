@@ -40,6 +40,19 @@ pub trait Gpu {
     ) -> Result<(), i32>;
     fn record(&self, event: &Self::Event, stream: &Self::Stream) -> Result<(), i32>;
     fn query(&self, event: &Self::Event) -> Result<bool, i32>;
+    /// The device of the calling thread's current context (`cuCtxGetDevice`); an error
+    /// while the application has not touched CUDA yet.
+    fn current_device(&self) -> Result<i32, i32>;
+    /// `cuDeviceCanAccessPeer(dev, peer)`.
+    fn can_access_peer(&self, dev: i32, peer: i32) -> Result<bool, i32>;
+    /// Whether `ptr` is device memory (host and unknown pointers: false).
+    fn is_device_pointer(&self, ptr: u64) -> bool;
+    /// Base and size of the allocation containing `ptr` (`cuMemGetAddressRange`).
+    fn address_range(&self, ptr: u64) -> Result<(u64, u64), i32>;
+    /// `cuIpcGetMemHandle` of the allocation containing `ptr`.
+    fn ipc_get_mem_handle(&self, ptr: u64) -> Result<IpcHandle, i32>;
+    /// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` on the allocation containing `ptr`.
+    fn set_sync_memops(&self, ptr: u64) -> Result<(), i32>;
 }
 
 impl Gpu for cuda::Driver {
@@ -79,6 +92,28 @@ impl Gpu for cuda::Driver {
     fn query(&self, event: &cuda::Event) -> Result<bool, i32> {
         self.event_query(event).map_err(|e| e.code)
     }
+    fn current_device(&self) -> Result<i32, i32> {
+        cuda::Driver::current_device(self).map_err(|e| e.code)
+    }
+    fn can_access_peer(&self, dev: i32, peer: i32) -> Result<bool, i32> {
+        cuda::Driver::can_access_peer(self, dev, peer).map_err(|e| e.code)
+    }
+    fn is_device_pointer(&self, ptr: u64) -> bool {
+        cuda::Driver::is_device_pointer(self, ptr)
+    }
+    fn address_range(&self, ptr: u64) -> Result<(u64, u64), i32> {
+        cuda::Driver::address_range(self, ptr)
+            .map(|(base, size)| (base, size as u64))
+            .map_err(|e| e.code)
+    }
+    fn ipc_get_mem_handle(&self, ptr: u64) -> Result<IpcHandle, i32> {
+        cuda::Driver::ipc_get_mem_handle(self, ptr)
+            .map(|h| IpcHandle(h.0))
+            .map_err(|e| e.code)
+    }
+    fn set_sync_memops(&self, ptr: u64) -> Result<(), i32> {
+        cuda::Driver::set_sync_memops(self, ptr).map_err(|e| e.code)
+    }
 }
 
 /// The core's IpcDriver over any [`Gpu`].
@@ -105,12 +140,7 @@ impl<G: Gpu> EventQuery<G::Event> for Querier<'_, G> {
 
 /// A peer's registration as its `btl_register_mem` produced it (the 64-byte handle
 /// and the whole allocation containing the buffer).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RemoteRegion {
-    pub handle: IpcHandle,
-    pub base: u64,
-    pub size: u64,
-}
+pub type RemoteRegion = rsmcuda_core::reg::DeviceRegion;
 
 /// Why a get could not be started.
 #[derive(Debug, PartialEq, Eq)]
@@ -182,13 +212,10 @@ impl<'g, G: Gpu, T> DeviceGets<'g, G, T> {
         len: usize,
         token: T,
     ) -> Result<bool, GetError> {
-        let offset = remote_addr
-            .checked_sub(region.base)
-            .filter(|o| {
-                o.checked_add(len as u64)
-                    .is_some_and(|end| end <= region.size)
-            })
-            .ok_or(GetError::OutOfRange)?;
+        if !region.contains(remote_addr, len as u64) {
+            return Err(GetError::OutOfRange);
+        }
+        let offset = remote_addr - region.base;
         let slot = self.ring.reserve().map_err(|_| GetError::Busy)?;
         let mapping = self
             .cache
@@ -240,6 +267,10 @@ impl<'g, G: Gpu, T> DeviceGets<'g, G, T> {
         self.cache.stats()
     }
 }
+
+mod link;
+
+pub use link::{export, on_control, on_send};
 
 #[cfg(test)]
 mod tests;

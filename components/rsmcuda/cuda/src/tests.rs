@@ -24,6 +24,12 @@ struct Inner {
     queued: Vec<Copy>,
     next_event: u32,
     fail_queries: bool,
+    /// The device of the current context (None: the application has not touched CUDA).
+    device: Option<i32>,
+    /// What cuDeviceCanAccessPeer answers across devices.
+    no_peer_access: bool,
+    /// Allocations (by base) with SYNC_MEMOPS set.
+    sync_memops: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -97,6 +103,40 @@ impl Gpu for Fake {
         let mut g = self.0.borrow_mut();
         let work = std::mem::take(&mut g.queued);
         g.events.insert(*event, (work, false));
+        Ok(())
+    }
+    fn current_device(&self) -> Result<i32, i32> {
+        self.0.borrow().device.ok_or(201)
+    }
+    fn can_access_peer(&self, dev: i32, peer: i32) -> Result<bool, i32> {
+        assert_ne!(dev, peer, "only asked across devices");
+        Ok(!self.0.borrow().no_peer_access)
+    }
+    fn is_device_pointer(&self, ptr: u64) -> bool {
+        self.address_range(ptr).is_ok()
+    }
+    fn address_range(&self, ptr: u64) -> Result<(u64, u64), i32> {
+        let g = self.0.borrow();
+        g.allocs
+            .values()
+            .find(|(base, size, live)| *live && ptr >= *base && ptr < base + size)
+            .map(|(base, size, _)| (*base, *size))
+            .ok_or(1)
+    }
+    fn ipc_get_mem_handle(&self, ptr: u64) -> Result<IpcHandle, i32> {
+        let g = self.0.borrow();
+        let (tag, _) = g
+            .allocs
+            .iter()
+            .find(|(_, (base, size, live))| *live && ptr >= *base && ptr < base + size)
+            .ok_or(1)?;
+        let mut h = [0u8; 64];
+        h[0] = *tag;
+        Ok(IpcHandle(h))
+    }
+    fn set_sync_memops(&self, ptr: u64) -> Result<(), i32> {
+        let (base, _) = self.address_range(ptr)?;
+        self.0.borrow_mut().sync_memops.push(base);
         Ok(())
     }
     fn query(&self, event: &u32) -> Result<bool, i32> {
@@ -232,3 +272,5 @@ fn the_real_driver_is_absent_here_or_builds_a_get_path() {
         }
     }
 }
+
+mod link_tests;

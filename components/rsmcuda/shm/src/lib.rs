@@ -12,16 +12,20 @@
 //! the layout diagram, the FIFO algorithm and the lifecycle guarantees.
 //!
 //! This is one of the crate's few places with `unsafe`: it lives in `sys.rs` (libc calls),
-//! `mapping.rs` (offset → reference), `freelist.rs` and `fbox.rs` (payload byte ranges) and `cma.rs`.
+//! `mapping.rs` (offset → reference), `freelist.rs` and `fbox.rs` (payload byte ranges) and `cma.rs`; `numa.rs` is safe and
+//! calls `sys.rs` for `mbind`, `get_mempolicy` and `sched_getaffinity`, and `hwloc.rs` (raw)
+//! for Open MPI's hwloc topology.
 
 pub mod cma;
 mod error;
 mod fbox;
 mod fifo;
 mod freelist;
+mod hwloc;
 mod layout;
 mod mapping;
 mod name;
+pub mod numa;
 mod repr;
 mod segment;
 mod sys;

@@ -157,6 +157,18 @@ impl Segment {
         params: &LayoutParams,
         my_rank: u32,
     ) -> Result<Self, ShmError> {
+        Self::create_placed(name, params, my_rank, &[]).map(|(seg, _)| seg)
+    }
+
+    /// [`Segment::create`], with each rank's region and the fast boxes it reads placed
+    /// on `homes[rank]` (see [`crate::numa`]) before the memory is allocated. Returns
+    /// what was placed (see [`crate::numa::Placed`]).
+    pub fn create_placed(
+        name: &SegmentName,
+        params: &LayoutParams,
+        my_rank: u32,
+        homes: &[Option<u32>],
+    ) -> Result<(Self, crate::numa::Placed), ShmError> {
         let layout = Layout::compute(params)?;
         if my_rank >= layout.nranks() {
             return Err(ShmError::RankOutOfRange {
@@ -186,17 +198,22 @@ impl Segment {
             }
         })?;
         let total = layout.total_size();
+        let mut placed = Ok(Vec::new());
         let mapped = (|| {
             sys::fchmod(&fd, 0o600).map_err(os("fchmod"))?;
             sys::ftruncate(&fd, total).map_err(os("ftruncate"))?;
-            sys::fallocate(&fd, total)
-                .map_err(os("posix_fallocate (is /dev/shm large enough?)"))?;
             // Layout::compute checked that the total fits in usize.
             let len = total as usize;
             let ptr = sys::mmap_shared(&fd, len).map_err(os("mmap"))?;
             // SAFETY: `ptr`/`len` is the mapping mmap_shared just returned; only the
             // Mapping will unmap it.
-            Ok(unsafe { Mapping::from_raw(ptr, len) })
+            let map = unsafe { Mapping::from_raw(ptr, len) };
+            // Policies first, then allocation: fallocate puts each page where its
+            // range's policy says.
+            placed = place(&map, &layout, homes);
+            sys::fallocate(&fd, total)
+                .map_err(os("posix_fallocate (is /dev/shm large enough?)"))?;
+            Ok(map)
         })();
         drop(fd);
         let map = match mapped {
@@ -221,7 +238,7 @@ impl Segment {
         if layout.nranks() == 1 {
             seg.shared.unlink_once()?;
         }
-        Ok(seg)
+        Ok((seg, placed))
     }
 
     /// One attempt to attach as `my_rank`. `Ok(None)`: the leader has not created or
@@ -437,6 +454,12 @@ impl Segment {
         self.shared.layout.nranks()
     }
     /// The layout.
+    /// The policy of the page at offset `off` of this process's mapping (see
+    /// [`crate::numa::policy_at`]): where the placement can be checked.
+    pub fn policy_at(&self, off: u64) -> std::io::Result<(i32, u64)> {
+        crate::numa::policy_at(self.shared.map.bytes_ptr(off, 1))
+    }
+
     pub fn layout(&self) -> &Layout {
         &self.shared.layout
     }
@@ -597,4 +620,15 @@ fn init_segment(s: &SegShared, leader: u32) {
     register_self(me);
     // Release: everything above happens-before any attacher's Acquire load of the magic.
     id.magic.store(MAGIC, Release);
+}
+
+/// Applies the placement of [`crate::numa::ranges`] to a fresh mapping.
+fn place(map: &Mapping, layout: &Layout, homes: &[Option<u32>]) -> crate::numa::Placed {
+    let page = sys::page_size() as u64;
+    let mut done = Vec::new();
+    for (off, len, node) in crate::numa::ranges(layout, homes, page) {
+        sys::mbind_preferred(map.bytes_ptr(off, len as usize), len as usize, node)?;
+        done.push((node, len));
+    }
+    Ok(done)
 }

@@ -98,3 +98,82 @@ pub unsafe fn munmap(ptr: NonNull<u8>, len: usize) {
         libc::munmap(ptr.as_ptr().cast(), len);
     }
 }
+
+/// `MPOL_PREFERRED`.
+pub const MPOL_PREFERRED: libc::c_int = 1;
+
+/// Prefers `node` for the pages of `[ptr, ptr + len)` (page aligned) not yet allocated;
+/// for a shared mapping of tmpfs the policy is the object's, so it also decides where
+/// a later `posix_fallocate` puts them.
+pub fn mbind_preferred(ptr: *mut u8, len: usize, node: u32) -> io::Result<()> {
+    const BITS: usize = 64;
+    let mut mask = vec![0u64; node as usize / BITS + 1];
+    mask[node as usize / BITS] |= 1 << (node as usize % BITS);
+    // The kernel reads `maxnode - 1` bits.
+    let maxnode = (mask.len() * BITS + 1) as libc::c_ulong;
+    // SAFETY: mbind only changes the memory policy of our own mapping's range; the mask
+    // is a live buffer of `maxnode - 1` bits.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            ptr,
+            len as libc::c_ulong,
+            MPOL_PREFERRED as libc::c_ulong,
+            mask.as_ptr(),
+            maxnode,
+            0 as libc::c_ulong,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The policy of the page at `addr`: (mode, nodes 0..64).
+pub fn mempolicy_at(addr: *const u8) -> io::Result<(i32, u64)> {
+    const MPOL_F_ADDR: libc::c_ulong = 2;
+    let mut mode: libc::c_int = 0;
+    let mut mask = [0u64; 16];
+    // SAFETY: writes one int and at most 1024 bits into our locals; `addr` is only
+    // looked up in our address space.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut mode,
+            mask.as_mut_ptr(),
+            (mask.len() * 64) as libc::c_ulong,
+            addr,
+            MPOL_F_ADDR,
+        )
+    };
+    if rc == 0 {
+        Ok((mode, mask[0]))
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: writes at most size_of::<cpu_set_t>() bytes into our local.
+    let rc = unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let max = 8 * size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET reads the set we own, for indices below its size.
+    Ok((0..max)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// The system page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf reads a system constant.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).unwrap_or(4096)
+}

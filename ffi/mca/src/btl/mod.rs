@@ -284,6 +284,31 @@ impl<M: BtlModule> Btl<M> {
         }
     }
 
+    /// Tells ob1 of a CUDA-aware build that CUDA IPC works with `peer`
+    /// (`MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC`; ob1 then marks this BTL CUDA_GET-capable for
+    /// that peer). For this flag ob1 reads `btlinfo` as a pointer to an `int`, the output
+    /// stream it logs the change on, not as a string. Only call it in a CUDA-aware Open
+    /// MPI: any other ob1 aborts the job on every error callback.
+    pub fn report_add_cuda_ipc(&self, peer: Proc, verbose_stream: c_int) {
+        let callback = *self
+            .error_callback
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(callback) = callback {
+            let mut stream = verbose_stream;
+            // SAFETY: ob1's callback takes the module, the flag, the peer's proc and an
+            // int* it only reads during the call; `stream` outlives it.
+            unsafe {
+                callback(
+                    self.as_raw(),
+                    sys::MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC as i32,
+                    peer.as_ptr(),
+                    (&raw mut stream).cast(),
+                )
+            };
+        }
+    }
+
     /// Reports a fatal or non-fatal error to the PML (ob1 aborts the job on any).
     pub fn report_error(&self, flags: i32, peer: Option<Proc>, info: &str) {
         let callback = *self

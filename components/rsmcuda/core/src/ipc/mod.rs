@@ -28,6 +28,7 @@
 //! means queueing, never dropping). Order does not matter.
 
 mod msg;
+pub mod peers;
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,56 @@
+//! The handshake and the registration as the BTL drives them: the core's [`IpcPeers`]
+//! fed with what the driver says (current device, peer access), and the registration
+//! handle of a buffer. Kept here, over the [`Gpu`] trait, so the BTL glue only moves
+//! bytes and the logic runs against the fake GPU in `cargo test`.
+
+use rsmcuda_core::ipc::peers::{ControlError, IpcPeers};
+use rsmcuda_core::reg::DeviceRegion;
+
+use crate::Gpu;
+
+/// A message is about to be sent to `peer`: ask for IPC if nothing is decided yet. The
+/// driver is only asked for the current device when a request could go out, so sends
+/// to established (or refused) peers cost one map lookup.
+pub fn on_send<G: Gpu>(gpu: &G, peers: &mut IpcPeers, peer: u32) {
+    if peers.wants_to_ask(peer) {
+        let local = gpu.current_device().ok();
+        peers.on_send(peer, local);
+    }
+}
+
+/// A control message arrived on the BTL's tag; returns its sender.
+pub fn on_control<G: Gpu>(
+    gpu: &G,
+    peers: &mut IpcPeers,
+    bytes: &[u8],
+) -> Result<u32, ControlError> {
+    let local = gpu.current_device().ok();
+    peers.on_control(bytes, local, |dev, peer| gpu.can_access_peer(dev, peer))
+}
+
+/// The registration of `len` bytes at `ptr` for remote read: `Ok(None)` for host memory
+/// (the CMA path), the allocation's IPC handle for device memory.
+pub fn export<G: Gpu>(gpu: &G, ptr: u64, len: u64) -> Result<Option<DeviceRegion>, i32> {
+    if !gpu.is_device_pointer(ptr) {
+        return Ok(None);
+    }
+    let (base, size) = gpu.address_range(ptr)?;
+    let region = DeviceRegion {
+        handle: gpu.ipc_get_mem_handle(ptr)?,
+        base,
+        size,
+    };
+    // The peer checks every get against the allocation; a buffer that does not fit in
+    // the one containing its first byte cannot be read through one handle.
+    if size == 0 || !region.contains(ptr, len) {
+        return Err(ERROR_INVALID_VALUE);
+    }
+    // The peer's copy runs on its own stream: with SYNC_MEMOPS the owner's
+    // synchronous operations on the buffer are complete before it can read (what a
+    // CUDA-aware Open MPI's registration does; no IPC event is needed then).
+    gpu.set_sync_memops(ptr)?;
+    Ok(Some(region))
+}
+
+/// `CUDA_ERROR_INVALID_VALUE`, for a buffer that spans allocations.
+pub const ERROR_INVALID_VALUE: i32 = 1;
