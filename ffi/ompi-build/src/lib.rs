@@ -277,7 +277,57 @@ pub fn require() -> OmpiInstall {
 
 #[cfg(test)]
 mod tests {
-    use super::define_value;
+    use super::{define_value, locate_build_tree};
+    use std::path::{Path, PathBuf};
+
+    /// A source/build tree pair with just the headers build-tree mode looks for.
+    fn fake_tree(name: &str, major: u32, with_config: bool) -> (PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!("ompi-build-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (src, obj) = (root.join("src"), root.join("obj/opal/include"));
+        let write = |path: PathBuf, text: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(src.join("opal/mca/btl/btl.h"), "");
+        write(src.join("ompi/mca/mtl/mtl.h"), "");
+        write(
+            obj.join("opal/version.h"),
+            &format!(
+                "#define OPAL_MAJOR_VERSION {major}\n#define OPAL_MINOR_VERSION 1\n\
+                 #define OPAL_RELEASE_VERSION 4\n"
+            ),
+        );
+        if with_config {
+            write(obj.join("opal_config.h"), "");
+        }
+        (src, obj)
+    }
+
+    fn list(dirs: &[&Path]) -> std::ffi::OsString {
+        std::env::join_paths(dirs).unwrap()
+    }
+
+    #[test]
+    fn build_tree_mode_takes_headers_from_the_listed_directories() {
+        let (src, obj) = fake_tree("ok", 4, true);
+        let found = locate_build_tree(&list(&[&src, &obj])).unwrap();
+        assert!(found.build_tree);
+        assert_eq!(found.devel_include_dir, obj);
+        assert_eq!(found.include_dirs, vec![src, obj]);
+        assert_eq!(found.version, (4, 1, 4));
+        assert!(found.lib_dirs.is_empty());
+    }
+
+    #[test]
+    fn build_tree_mode_refuses_an_unconfigured_tree_and_other_majors() {
+        let (src, obj) = fake_tree("unconfigured", 4, false);
+        let err = locate_build_tree(&list(&[&src, &obj])).unwrap_err();
+        assert!(err.0.contains("opal_config.h"), "{err}");
+        let (src, obj) = fake_tree("v5", 5, true);
+        let err = locate_build_tree(&list(&[&src, &obj])).unwrap_err();
+        assert!(err.0.contains("need Open MPI 4.x"), "{err}");
+    }
 
     #[test]
     fn define_value_reads_numbers_and_ignores_lookalikes() {
