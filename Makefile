@@ -8,6 +8,11 @@
 #                      medians, ratios, CSV/JSON/PNG under build/bench/ (minutes)
 #                      BENCH_ARGS="--configs stock-tcp,rusnic --rounds 5 -- --test latency"
 #   OMPI_PREFIX=/opt/ompi make   build against another Open MPI 4.1.x installation
+#   make static-ompi   Debian's openmpi 4.1.4 source package built with our components
+#                      compiled in (static), installed in build/ompi-static/prefix;
+#                      cached, not part of `make check` (the first build takes ~1 h
+#                      on 2 cores)
+#   make check-static  static-ompi if needed, then tests/static_build.rs on it
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -20,7 +25,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean
+.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static
 
 all: components
 
@@ -57,6 +62,12 @@ demo: components bench-tool
 
 bench: components bench-tool
 	$(PROFILE_DIR)/rmca-bench $(BENCH_ARGS)
+
+static-ompi:
+	@configure-support/static-ompi
+
+check-static: static-ompi
+	RMCA_REQUIRE_STATIC_OMPI=1 $(CARGO) test --release --test static_build -- --test-threads=2
 
 clean:
 	rm -rf $(BUILD)

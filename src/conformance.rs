@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::{Job, McaConfig, program};
+use crate::{Job, McaConfig};
 
 /// Every program of the suite.
 pub const PROGRAMS: &[&str] = &[
@@ -32,9 +32,14 @@ pub const PROGRAMS: &[&str] = &[
 pub const PROGRAM_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Runs `name` under `config` once per rank count and asserts every check passed.
+/// Returns without running anything when the configuration's Open MPI installation
+/// is missing ([`McaConfig::available`] prints why).
 pub fn run_program(config: &McaConfig, name: &str, ranks: &[u32]) {
+    if !config.available() {
+        return;
+    }
     for &n in ranks {
-        Job::new(config, n, program(name))
+        Job::new(config, n, config.program(name))
             .timeout(PROGRAM_TIMEOUT)
             .run()
             .assert_passed();

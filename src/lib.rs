@@ -5,6 +5,11 @@
 //! (`build/mca` first, then the system component directory so stock components
 //! stay visible), runs in its own process group, and is killed as a whole when
 //! its timeout passes; a timeout is reported as a failure with the output so far.
+//!
+//! A configuration can instead run on another Open MPI installation
+//! ([`McaConfig::on_prefix`], e.g. the static build of [`static_ompi`]): its own
+//! `mpirun`, test programs compiled by its own `mpicc`, and only the components
+//! that installation has (no `build/mca`).
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -14,6 +19,7 @@ use std::time::{Duration, Instant};
 
 pub mod conformance;
 pub mod mpi4py;
+pub mod static_ompi;
 
 /// Where the ranks of a job run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +45,9 @@ pub struct McaConfig {
     pub placement: Placement,
     /// Arguments for tests/loss/with-loss (without `--`), if packets are dropped.
     pub loss: Option<Vec<String>>,
+    /// Another Open MPI installation to run on (its `bin/mpirun`, its components
+    /// only); `None`: the system Open MPI with `build/mca` first in the path.
+    pub prefix: Option<PathBuf>,
 }
 
 impl McaConfig {
@@ -53,7 +62,42 @@ impl McaConfig {
             env: Vec::new(),
             placement: Placement::Local,
             loss: None,
+            prefix: None,
         }
+    }
+
+    /// The same configuration on the Open MPI installed in `prefix`: its `mpirun`,
+    /// its components (static members included) and nothing from `build/mca`; the
+    /// test programs are compiled with its `mpicc` ([`McaConfig::program`]).
+    pub fn on_prefix(mut self, prefix: &Path) -> McaConfig {
+        self.prefix = Some(prefix.to_owned());
+        self
+    }
+
+    /// The `mpirun` this configuration launches with.
+    pub fn mpirun(&self) -> PathBuf {
+        self.prefix.as_ref().map_or_else(
+            || PathBuf::from(env!("RMCA_MPIRUN")),
+            |p| p.join("bin/mpirun"),
+        )
+    }
+
+    /// A test program (tests/programs, tests/fixtures) built for this configuration's
+    /// Open MPI: the one build.rs compiled, or for [`McaConfig::on_prefix`] one
+    /// compiled on first use with that installation's `mpicc`.
+    pub fn program(&self, name: &str) -> PathBuf {
+        match &self.prefix {
+            None => program(name),
+            Some(prefix) => static_ompi::program_for(prefix, name),
+        }
+    }
+
+    /// False (after printing why) when this configuration runs on an installation
+    /// that does not exist; see [`static_ompi::available`].
+    pub fn available(&self) -> bool {
+        self.prefix
+            .as_deref()
+            .is_none_or(static_ompi::prefix_available)
     }
 
     /// The same configuration with one more parameter (replacing an earlier value).
@@ -334,10 +378,14 @@ impl Job {
                     line.extend(loss.iter().cloned());
                     line.push("--".to_owned());
                 }
-                line.push(env!("RMCA_MPIRUN").to_owned());
+                line.push(self.config.mpirun().display().to_string());
                 line.extend(["--allow-run-as-root", "--oversubscribe"].map(str::to_owned));
             }
             Placement::AcrossHosts { hosts } => {
+                assert!(
+                    self.config.prefix.is_none(),
+                    "across_hosts runs the system mpirun; it cannot be combined with on_prefix"
+                );
                 // The script brings the hosts up, runs mpirun inside host 1 with the
                 // rsh agent and a host list, and always tears the hosts down again.
                 let script = repo_root().join("tests/hosts/run-across-hosts");
@@ -367,9 +415,20 @@ impl Job {
             .then(|| LOSS_SERIAL.lock().unwrap_or_else(|e| e.into_inner()));
         let line = self.command_line();
         let mut command = Command::new(&line[0]);
+        command.args(&line[1..]);
+        // Another installation uses its own component directory: a DSO of ours from
+        // build/mca must not stand in for the component compiled into it.
+        let component_path_env = match &self.config.prefix {
+            None => {
+                command.env("OMPI_MCA_mca_base_component_path", component_path());
+                format!("OMPI_MCA_mca_base_component_path={} ", component_path())
+            }
+            Some(_) => {
+                command.env_remove("OMPI_MCA_mca_base_component_path");
+                String::new()
+            }
+        };
         command
-            .args(&line[1..])
-            .env("OMPI_MCA_mca_base_component_path", component_path())
             .envs(self.config.env.iter().map(|(k, v)| (k, v)))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
@@ -397,11 +456,7 @@ impl Job {
         // Daemons or ranks can outlive mpirun after a failure: take the group down.
         kill_group(child.id());
         JobOutput {
-            command: format!(
-                "OMPI_MCA_mca_base_component_path={} {}",
-                component_path(),
-                line.join(" ")
-            ),
+            command: format!("{component_path_env}{}", line.join(" ")),
             code: status.code(),
             timed_out,
             stdout: stdout.join().unwrap_or_default(),

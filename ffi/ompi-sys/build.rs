@@ -40,12 +40,16 @@ fn main() {
     compile_shims(&include_dirs, &shim_dir, &out);
     generate_versions(&install, &include_dirs, &shim_dir, &out);
 
-    for dir in &install.lib_dirs {
-        println!("cargo:rustc-link-search=native={}", dir.display());
+    // In an Open MPI build tree the component becomes part of libopen-pal/libmpi
+    // (or a DSO their Makefile.am links against them): nothing to link here.
+    if !install.build_tree {
+        for dir in &install.lib_dirs {
+            println!("cargo:rustc-link-search=native={}", dir.display());
+        }
+        // libmpi for the MTL side (requests, communicators), libopen-pal for everything.
+        println!("cargo:rustc-link-lib=dylib=mpi");
+        println!("cargo:rustc-link-lib=dylib=open-pal");
     }
-    // libmpi for the MTL side (requests, communicators), libopen-pal for everything.
-    println!("cargo:rustc-link-lib=dylib=mpi");
-    println!("cargo:rustc-link-lib=dylib=open-pal");
     println!(
         "cargo:include={}",
         include_dirs

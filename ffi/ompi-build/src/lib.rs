@@ -7,6 +7,14 @@
 //! Selection: `OMPI_PREFIX=<prefix>` uses `<prefix>/bin/mpicc`; otherwise the
 //! `mpicc` found in `PATH`. Everything else is asked of that wrapper compiler
 //! (`--showme:incdirs`, `--showme:libdirs`) and of the `ompi_info` beside it.
+//!
+//! Build-tree mode: `OMPI_BUILD_TREE_INCLUDES=<dir>:<dir>...` (set by
+//! configure-support/ompi-tree/cargo-object while Open MPI's own `make` builds a
+//! component) takes the headers straight from an Open MPI source and build tree
+//! that is not installed yet: the listed directories are the `-I` flags Open MPI
+//! compiles its components with, and one of them holds the generated
+//! `opal_config.h`. Nothing is linked in that mode: the component becomes part of
+//! the libraries being built, and their `Makefile.am` links it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,6 +36,10 @@ pub struct OmpiInstall {
     pub devel_include_dir: PathBuf,
     /// `(major, minor, release)` read from `opal/version.h`.
     pub version: (u32, u32, u32),
+    /// Headers from an Open MPI build tree (`OMPI_BUILD_TREE_INCLUDES`), not an
+    /// installation: `mpicc`, `ompi_info` and `mpirun` do not exist yet and the
+    /// libraries are not to be linked.
+    pub build_tree: bool,
 }
 
 /// What went wrong while locating Open MPI, worded for the person running the build.
@@ -91,8 +103,82 @@ pub fn define_value(header_text: &str, name: &str) -> Option<u32> {
     })
 }
 
-/// Finds the Open MPI installation selected by `OMPI_PREFIX` or `PATH`.
+/// Reads `(major, minor, release)` out of `<devel_include_dir>/opal/version.h`.
+fn read_version(version_h: &Path) -> Result<(u32, u32, u32), LocateError> {
+    let text = std::fs::read_to_string(version_h).map_err(|e| {
+        LocateError(format!(
+            "cannot read {}: {e}. {HEADER_HINT}",
+            version_h.display()
+        ))
+    })?;
+    let part = |name| {
+        define_value(&text, name)
+            .ok_or_else(|| LocateError(format!("{} defines no {name}", version_h.display())))
+    };
+    Ok((
+        part("OPAL_MAJOR_VERSION")?,
+        part("OPAL_MINOR_VERSION")?,
+        part("OPAL_RELEASE_VERSION")?,
+    ))
+}
+
+fn require_version_4(version: (u32, u32, u32), origin: &Path) -> Result<(), LocateError> {
+    if version.0 == 4 {
+        return Ok(());
+    }
+    Err(LocateError(format!(
+        "Open MPI {}.{}.{} at {}: these components implement the 4.x BTL 3.1 / MTL 2.0 \
+         interfaces and need Open MPI 4.x",
+        version.0,
+        version.1,
+        version.2,
+        origin.display()
+    )))
+}
+
+/// Build-tree mode: the headers of an Open MPI being built, from the `-I` list
+/// its own Makefiles use (see the module documentation).
+fn locate_build_tree(list: &std::ffi::OsStr) -> Result<OmpiInstall, LocateError> {
+    let include_dirs: Vec<PathBuf> = std::env::split_paths(list)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .collect();
+    let find = |file: &str| include_dirs.iter().find(|dir| dir.join(file).is_file());
+    let devel_include_dir = find("opal_config.h").cloned().ok_or_else(|| {
+        LocateError(format!(
+            "OMPI_BUILD_TREE_INCLUDES={include_dirs:?}: no directory holds opal_config.h; \
+             run Open MPI's configure first"
+        ))
+    })?;
+    for header in ["opal/mca/btl/btl.h", "ompi/mca/mtl/mtl.h", "opal/version.h"] {
+        if find(header).is_none() {
+            return Err(LocateError(format!(
+                "OMPI_BUILD_TREE_INCLUDES={include_dirs:?}: no directory holds {header}"
+            )));
+        }
+    }
+    let version_h = find("opal/version.h")
+        .expect("checked above")
+        .join("opal/version.h");
+    let version = read_version(&version_h)?;
+    require_version_4(version, &version_h)?;
+    Ok(OmpiInstall {
+        mpicc: PathBuf::from("mpicc"),
+        ompi_info: PathBuf::from("ompi_info"),
+        mpirun: PathBuf::from("mpirun"),
+        include_dirs,
+        lib_dirs: Vec::new(),
+        devel_include_dir,
+        version,
+        build_tree: true,
+    })
+}
+
+/// Finds the Open MPI installation selected by `OMPI_PREFIX` or `PATH`, or the
+/// build tree named by `OMPI_BUILD_TREE_INCLUDES`.
 pub fn locate() -> Result<OmpiInstall, LocateError> {
+    if let Some(list) = std::env::var_os("OMPI_BUILD_TREE_INCLUDES").filter(|l| !l.is_empty()) {
+        return locate_build_tree(&list);
+    }
     let mpicc = match std::env::var_os("OMPI_PREFIX") {
         Some(prefix) if !prefix.is_empty() => {
             let candidate = Path::new(&prefix).join("bin").join("mpicc");
@@ -132,27 +218,8 @@ pub fn locate() -> Result<OmpiInstall, LocateError> {
             ))
         })?;
 
-    let version_h = std::fs::read_to_string(devel_include_dir.join("opal/version.h"))
-        .map_err(|e| LocateError(format!("cannot read opal/version.h: {e}. {HEADER_HINT}")))?;
-    let part = |name| {
-        define_value(&version_h, name)
-            .ok_or_else(|| LocateError(format!("opal/version.h defines no {name}")))
-    };
-    let version = (
-        part("OPAL_MAJOR_VERSION")?,
-        part("OPAL_MINOR_VERSION")?,
-        part("OPAL_RELEASE_VERSION")?,
-    );
-    if version.0 != 4 {
-        return Err(LocateError(format!(
-            "Open MPI {}.{}.{} at {}: these components implement the 4.x BTL 3.1 / MTL 2.0 \
-             interfaces and need Open MPI 4.x",
-            version.0,
-            version.1,
-            version.2,
-            mpicc.display()
-        )));
-    }
+    let version = read_version(&devel_include_dir.join("opal/version.h"))?;
+    require_version_4(version, &mpicc)?;
     Ok(OmpiInstall {
         ompi_info: tool_beside(&mpicc, "ompi_info"),
         mpirun: tool_beside(&mpicc, "mpirun"),
@@ -161,6 +228,7 @@ pub fn locate() -> Result<OmpiInstall, LocateError> {
         lib_dirs,
         devel_include_dir,
         version,
+        build_tree: false,
     })
 }
 
@@ -182,6 +250,7 @@ impl OmpiInstall {
     /// Tells cargo when a build script that used this installation must run again.
     pub fn emit_rerun_hints(&self) {
         println!("cargo:rerun-if-env-changed=OMPI_PREFIX");
+        println!("cargo:rerun-if-env-changed=OMPI_BUILD_TREE_INCLUDES");
         println!("cargo:rerun-if-env-changed=PATH");
         println!(
             "cargo:rerun-if-changed={}",
@@ -208,7 +277,57 @@ pub fn require() -> OmpiInstall {
 
 #[cfg(test)]
 mod tests {
-    use super::define_value;
+    use super::{define_value, locate_build_tree};
+    use std::path::{Path, PathBuf};
+
+    /// A source/build tree pair with just the headers build-tree mode looks for.
+    fn fake_tree(name: &str, major: u32, with_config: bool) -> (PathBuf, PathBuf) {
+        let root = std::env::temp_dir().join(format!("ompi-build-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let (src, obj) = (root.join("src"), root.join("obj/opal/include"));
+        let write = |path: PathBuf, text: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(src.join("opal/mca/btl/btl.h"), "");
+        write(src.join("ompi/mca/mtl/mtl.h"), "");
+        write(
+            obj.join("opal/version.h"),
+            &format!(
+                "#define OPAL_MAJOR_VERSION {major}\n#define OPAL_MINOR_VERSION 1\n\
+                 #define OPAL_RELEASE_VERSION 4\n"
+            ),
+        );
+        if with_config {
+            write(obj.join("opal_config.h"), "");
+        }
+        (src, obj)
+    }
+
+    fn list(dirs: &[&Path]) -> std::ffi::OsString {
+        std::env::join_paths(dirs).unwrap()
+    }
+
+    #[test]
+    fn build_tree_mode_takes_headers_from_the_listed_directories() {
+        let (src, obj) = fake_tree("ok", 4, true);
+        let found = locate_build_tree(&list(&[&src, &obj])).unwrap();
+        assert!(found.build_tree);
+        assert_eq!(found.devel_include_dir, obj);
+        assert_eq!(found.include_dirs, vec![src, obj]);
+        assert_eq!(found.version, (4, 1, 4));
+        assert!(found.lib_dirs.is_empty());
+    }
+
+    #[test]
+    fn build_tree_mode_refuses_an_unconfigured_tree_and_other_majors() {
+        let (src, obj) = fake_tree("unconfigured", 4, false);
+        let err = locate_build_tree(&list(&[&src, &obj])).unwrap_err();
+        assert!(err.0.contains("opal_config.h"), "{err}");
+        let (src, obj) = fake_tree("v5", 5, true);
+        let err = locate_build_tree(&list(&[&src, &obj])).unwrap_err();
+        assert!(err.0.contains("need Open MPI 4.x"), "{err}");
+    }
 
     #[test]
     fn define_value_reads_numbers_and_ignores_lookalikes() {

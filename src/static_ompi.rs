@@ -1,0 +1,124 @@
+//! The Open MPI built from Debian's source package with our components compiled in
+//! statically (`make static-ompi`, configure-support/static-ompi), and running test
+//! programs on any such separate installation.
+//!
+//! Its tests (tests/static_build.rs) print why they skip and pass when the
+//! installation is missing, so that `make check` does not need the long build;
+//! `make check-static` builds it first and sets `RMCA_REQUIRE_STATIC_OMPI=1`, which
+//! turns a missing installation into a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use crate::repo_root;
+
+/// `RMCA_STATIC_OMPI_PREFIX`, or build/ompi-static/prefix where `make static-ompi`
+/// installs.
+pub fn prefix() -> PathBuf {
+    std::env::var_os("RMCA_STATIC_OMPI_PREFIX")
+        .filter(|p| !p.is_empty())
+        .map_or_else(
+            || repo_root().join("build/ompi-static/prefix"),
+            PathBuf::from,
+        )
+}
+
+/// Whether the static build exists (see [`prefix_available`]).
+pub fn available() -> bool {
+    prefix_available(&prefix())
+}
+
+/// True when `prefix` holds an Open MPI installation (`bin/mpirun`, `bin/mpicc`).
+/// Otherwise prints that the test is skipped and how to build it, and returns
+/// false, unless `RMCA_REQUIRE_STATIC_OMPI` is set: then it panics.
+pub fn prefix_available(prefix: &Path) -> bool {
+    let present = ["bin/mpirun", "bin/mpicc", "bin/ompi_info"]
+        .iter()
+        .all(|tool| prefix.join(tool).is_file());
+    if present {
+        return true;
+    }
+    let why = format!(
+        "no Open MPI installation at {} (`make static-ompi` builds it; \
+         `make check-static` builds it and runs these tests)",
+        prefix.display()
+    );
+    if std::env::var_os("RMCA_REQUIRE_STATIC_OMPI").is_some_and(|v| !v.is_empty()) {
+        panic!("RMCA_REQUIRE_STATIC_OMPI is set but there is {why}");
+    }
+    println!("SKIPPED: {why}");
+    eprintln!("SKIPPED: {why}");
+    false
+}
+
+/// `name` (tests/programs/NAME.c or tests/fixtures/NAME.c) compiled with
+/// `<prefix>/bin/mpicc` into build/prefix-programs/<prefix path>/, once per test
+/// binary and again whenever the source or the installation's `mpicc` is newer.
+/// The wrapper's runpath makes the program load that installation's libmpi even
+/// though the system has another one.
+pub fn program_for(prefix: &Path, name: &str) -> PathBuf {
+    // Tests of one binary run in parallel and may want the same program.
+    static COMPILING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
+
+    let source = ["tests/programs", "tests/fixtures", "tests/bench"]
+        .iter()
+        .map(|dir| repo_root().join(dir).join(format!("{name}.c")))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no tests/{{programs,fixtures,bench}}/{name}.c"));
+    let mpicc = prefix.join("bin/mpicc");
+    let out_dir = repo_root().join("build/prefix-programs").join(
+        prefix
+            .display()
+            .to_string()
+            .trim_matches('/')
+            .replace('/', "_"),
+    );
+    std::fs::create_dir_all(&out_dir).expect("create build/prefix-programs");
+    let binary = out_dir.join(name);
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = match modified(&binary) {
+        Some(built) => [&source, &mpicc]
+            .iter()
+            .all(|input| modified(input).is_some_and(|m| m <= built)),
+        None => false,
+    };
+    if !fresh {
+        let out = Command::new(&mpicc)
+            .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-I"])
+            .arg(source.parent().expect("source has a directory"))
+            .arg("-o")
+            .arg(&binary)
+            .arg(&source)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", mpicc.display()));
+        assert!(
+            out.status.success(),
+            "{} failed on {}:\n{}",
+            mpicc.display(),
+            source.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    binary
+}
+
+/// `<prefix>/bin/ompi_info` with `args`, its own component directory only; stdout.
+pub fn ompi_info(prefix: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let tool = prefix.join("bin/ompi_info");
+    let out = Command::new(&tool)
+        .args(args)
+        .env_remove("OMPI_MCA_mca_base_component_path")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", tool.display()));
+    assert!(
+        out.status.success(),
+        "{} {} failed:\n{}",
+        tool.display(),
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
