@@ -6,7 +6,9 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
 use rusnic_core::fault::{FaultConfig, FaultInjector};
-use rusnic_core::{Channel, Config, ConfigError, Endpoint, Event, Instant, SendError, Stats};
+use rusnic_core::{
+    Channel, Config, ConfigError, Endpoint, Event, Instant, SendError, Shared, Stats, Transmit,
+};
 
 use crate::backend::{Backend, index};
 
@@ -21,9 +23,9 @@ pub struct Engine {
     /// Each peer's priority and data channel addresses.
     addrs: HashMap<u64, [SocketAddrV4; 2]>,
     /// Datagrams the backend could not take yet (full socket buffer), per channel.
-    backlog: [VecDeque<(SocketAddrV4, Vec<u8>)>; 2],
+    backlog: [VecDeque<(SocketAddrV4, Transmit)>; 2],
     /// Fragments the core refused as busy: kept here so a send never fails.
-    overflow: VecDeque<(u64, u8, Vec<u8>)>,
+    overflow: VecDeque<(u64, u8, Shared, usize)>,
     /// Seeded in-process fault injection, when enabled.
     fault_cfg: Option<(u64, FaultConfig)>,
     /// One injector per (peer, channel) so a held-back datagram keeps its destination.
@@ -84,24 +86,23 @@ impl Engine {
         }
         self.addrs.remove(&peer);
         self.faults.retain(|(p, _), _| *p != peer);
-        self.overflow.retain(|(p, _, _)| *p != peer);
+        self.overflow.retain(|(p, ..)| *p != peer);
     }
 
-    /// Queues a fragment; never fails for lack of resources.
-    pub fn send(&mut self, peer: u64, tag: u8, data: &[u8]) -> Result<(), SendError> {
+    /// Queues the fragment `data[..len]` (shared with the core, not copied); never fails
+    /// for lack of resources.
+    pub fn send(&mut self, peer: u64, tag: u8, data: Shared, len: usize) -> Result<(), SendError> {
         let core = self.core.as_mut().ok_or(SendError::UnknownPeer)?;
         let id = self.next_id;
         self.next_id += 1;
-        if !self.overflow.is_empty() {
-            // Keep per-peer order behind fragments already waiting here.
-            if self.overflow.iter().any(|(p, _, _)| *p == peer) {
-                self.overflow.push_back((peer, tag, data.to_vec()));
-                return Ok(());
-            }
+        // Keep per-peer order behind fragments already waiting here.
+        if self.overflow.iter().any(|(p, ..)| *p == peer) {
+            self.overflow.push_back((peer, tag, data, len));
+            return Ok(());
         }
-        match core.send(peer, id, tag, data) {
+        match core.send_shared(peer, id, tag, data.clone(), len) {
             Err(SendError::Busy) => {
-                self.overflow.push_back((peer, tag, data.to_vec()));
+                self.overflow.push_back((peer, tag, data, len));
                 Ok(())
             }
             other => other,
@@ -110,7 +111,7 @@ impl Engine {
 
     /// Whether the core would refuse this fragment right now (sendi's fast check).
     pub fn would_queue_outside_core(&self, peer: u64) -> bool {
-        self.overflow.iter().any(|(p, _, _)| *p == peer)
+        self.overflow.iter().any(|(p, ..)| *p == peer)
     }
 
     /// Reads what arrived, priority channel first (ACKs free window and credits).
@@ -160,8 +161,7 @@ impl Engine {
             if q.is_empty() {
                 continue;
             }
-            let batch: Vec<(SocketAddrV4, &[u8])> =
-                q.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+            let batch: Vec<(SocketAddrV4, [&[u8]; 2])> = q.iter().map(gather).collect();
             let sent = self.backend.send(ch, &batch);
             q.drain(..sent);
         }
@@ -174,9 +174,9 @@ impl Engine {
         let Some(core) = self.core.as_mut() else {
             return 0;
         };
-        while let Some((peer, tag, data)) = self.overflow.front() {
+        while let Some((peer, tag, data, len)) = self.overflow.front() {
             let id = self.next_id;
-            match core.send(*peer, id, *tag, data) {
+            match core.send_shared(*peer, id, *tag, data.clone(), *len) {
                 Err(SendError::Busy) => break,
                 _ => {
                     self.next_id += 1;
@@ -189,7 +189,7 @@ impl Engine {
         }
         let mut total = 0;
         loop {
-            let mut out: [Vec<(SocketAddrV4, Vec<u8>)>; 2] = [Vec::new(), Vec::new()];
+            let mut out: [Vec<(SocketAddrV4, Transmit)>; 2] = [Vec::new(), Vec::new()];
             let core = self.core.as_mut().expect("checked above");
             let mut n = 0;
             while n < TX_BATCH {
@@ -208,10 +208,15 @@ impl Engine {
                             FaultInjector::new(seed ^ peer.rotate_left(7) ^ ch as u64, cfg.clone())
                         });
                         self.scratch.clear();
-                        f.process(t.bytes, &mut self.scratch);
-                        lane.extend(self.scratch.drain(..).map(|b| (dst, b)));
+                        f.process(t.to_vec(), &mut self.scratch);
+                        let ch = t.channel;
+                        lane.extend(
+                            self.scratch
+                                .drain(..)
+                                .map(|b| (dst, Transmit::whole(ch, b))),
+                        );
                     }
-                    None => lane.push((dst, t.bytes)),
+                    None => lane.push((dst, t)),
                 }
             }
             if n < TX_BATCH {
@@ -220,7 +225,12 @@ impl Engine {
                     if let Some(dst) = self.addrs.get(&peer).map(|a| a[ch]) {
                         self.scratch.clear();
                         f.flush(&mut self.scratch);
-                        out[ch].extend(self.scratch.drain(..).map(|b| (dst, b)));
+                        let channel = Channel::ALL[ch];
+                        out[ch].extend(
+                            self.scratch
+                                .drain(..)
+                                .map(|b| (dst, Transmit::whole(channel, b))),
+                        );
                     }
                 }
             }
@@ -229,8 +239,7 @@ impl Engine {
                 if lane.is_empty() {
                     continue;
                 }
-                let batch: Vec<(SocketAddrV4, &[u8])> =
-                    lane.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+                let batch: Vec<(SocketAddrV4, [&[u8]; 2])> = lane.iter().map(gather).collect();
                 let sent = self.backend.send(ch, &batch);
                 total += sent;
                 self.backlog[index(ch)].extend(lane.into_iter().skip(sent));
@@ -278,4 +287,9 @@ impl Engine {
         s.accumulate(&self.retired);
         s
     }
+}
+
+/// A queued datagram as the backend's gather list: header, then payload.
+fn gather((addr, t): &(SocketAddrV4, Transmit)) -> (SocketAddrV4, [&[u8]; 2]) {
+    (*addr, [t.head.as_slice(), t.body.as_slice()])
 }

@@ -8,14 +8,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mca::btl::{Btl, BtlModule, Descriptor, SendStatus, SendiRefused};
 use mca::convertor::Convertor;
 use mca::proc::Proc;
 use mca::{Error, Result, sys, verbose};
-use rusnic_core::{Event, Instant, SendError};
+use rusnic_core::{Event, Instant, SendError, Shared};
 
 use crate::engine::Engine;
 use crate::iface;
@@ -283,11 +283,19 @@ impl Rusnic {
         Some(PeerEndpoint { id })
     }
 
-    /// Copies `data` into the protocol; busy is absorbed by the engine's own queue.
-    fn submit(&self, btl: &Btl<Rusnic>, peer: u64, tag: u8, data: &[u8]) -> Result<()> {
+    /// Hands `data[..len]` to the protocol (shared, not copied); busy is absorbed by the
+    /// engine's own queue.
+    fn submit(
+        &self,
+        btl: &Btl<Rusnic>,
+        peer: u64,
+        tag: u8,
+        data: Shared,
+        len: usize,
+    ) -> Result<()> {
         let now = self.now();
         let mut eng = self.engine();
-        match eng.send(peer, tag, data) {
+        match eng.send(peer, tag, data, len) {
             Ok(()) => {
                 // Push it out now: latency matters more than batching here, and
                 // progress may be far away (a blocking MPI call polls, a compute
@@ -410,9 +418,10 @@ impl BtlModule for Rusnic {
         let room = max_fragment(btl).checked_sub(reserve)?;
         let want = (*size).min(room);
         let mut frag = new_frag(reserve + want);
-        let packed = convertor.pack(&mut frag.extra[reserve..reserve + want]);
+        let buf = raw_ob1::bytes_mut(&mut frag);
+        let packed = convertor.pack(&mut buf[reserve..reserve + want]);
         *size = packed;
-        let addr = frag.extra.as_mut_ptr();
+        let addr = buf.as_mut_ptr();
         frag.set_segments(&[(addr, reserve + packed)]);
         frag.descriptor.des_flags = flags;
         frag.descriptor.order = order;
@@ -420,7 +429,8 @@ impl BtlModule for Rusnic {
     }
 
     fn send(btl: &Btl<Self>, ep: &PeerEndpoint, des: Descriptor, tag: u8) -> Result<SendStatus> {
-        raw_ob1::with_payload(des, |data| btl.submit(btl, ep.id, tag, data))?;
+        let (data, len) = raw_ob1::share_payload(des);
+        btl.submit(btl, ep.id, tag, data, len)?;
         if des.btl_owned() && !des.always_callback() {
             raw_ob1::free(des);
             return Ok(SendStatus::CompletedInline);
@@ -462,7 +472,8 @@ impl BtlModule for Rusnic {
             0
         };
         buf.truncate(header.len() + packed);
-        btl.submit(btl, ep.id, tag, &buf)
+        let len = buf.len();
+        btl.submit(btl, ep.id, tag, Arc::new(buf), len)
             .map_err(|_| SendiRefused { descriptor: None })
     }
 

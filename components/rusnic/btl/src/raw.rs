@@ -111,21 +111,24 @@ fn addr_of(sin: &libc::sockaddr_in) -> SocketAddrV4 {
     )
 }
 
-/// Sends `batch` (destination, bytes) with as few `sendmmsg` calls as possible.
+/// Sends `batch` (destination, [header, payload]) with as few `sendmmsg` calls as
+/// possible, each datagram gathered from its two parts by the kernel (no copy here).
 /// Returns how many datagrams the kernel took; the rest hit a full socket buffer
 /// (`EAGAIN`) and should be retried later. Other per-datagram errors (unreachable
 /// port after a peer exited) count as sent: the protocol recovers or reports.
-pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, &[u8])]) -> usize {
+pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
     const MAX: usize = 64;
     let mut sent = 0;
     while sent < batch.len() {
         let part = &batch[sent..batch.len().min(sent + MAX)];
         let mut names: Vec<libc::sockaddr_in> = part.iter().map(|(a, _)| sockaddr_of(*a)).collect();
-        let mut iovs: Vec<libc::iovec> = part
+        let mut iovs: Vec<[libc::iovec; 2]> = part
             .iter()
-            .map(|(_, b)| libc::iovec {
-                iov_base: b.as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
+            .map(|(_, parts)| {
+                parts.map(|b| libc::iovec {
+                    iov_base: b.as_ptr() as *mut libc::c_void,
+                    iov_len: b.len(),
+                })
             })
             .collect();
         let mut msgs: Vec<libc::mmsghdr> = (0..part.len())
@@ -134,8 +137,9 @@ pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, &[u8])]) -> usize {
                 let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
                 hdr.msg_name = (&raw mut names[i]).cast();
                 hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-                hdr.msg_iov = &raw mut iovs[i];
-                hdr.msg_iovlen = 1;
+                hdr.msg_iov = iovs[i].as_mut_ptr();
+                // An empty payload part is left out rather than passed as a 0-length iovec.
+                hdr.msg_iovlen = if part[i].1[1].is_empty() { 1 } else { 2 };
                 libc::mmsghdr {
                     msg_hdr: hdr,
                     msg_len: 0,
@@ -143,7 +147,8 @@ pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, &[u8])]) -> usize {
             })
             .collect();
         // SAFETY: every header points into `names`/`iovs`, which outlive the call, and
-        // the iovecs point at the caller's byte slices (only read by the kernel).
+        // the iovecs point at the caller's byte slices (only read by the kernel); each
+        // header's iovec count is at most the 2 of its array.
         let rc = unsafe {
             libc::sendmmsg(
                 fd,

@@ -82,7 +82,7 @@ impl Backend for UdpBackend {
         self.mtu
     }
 
-    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, &[u8])]) -> usize {
+    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
         raw::send_batch(self.sockets[index(channel)].as_raw_fd(), batch)
     }
 
