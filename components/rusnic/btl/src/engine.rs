@@ -34,6 +34,8 @@ pub struct Engine {
     /// Counters of connections already torn down (del_procs runs before finalize).
     retired: Stats,
     scratch: Vec<Vec<u8>>,
+    /// The last `pump_rx` skipped the data channel (the priority channel had data).
+    data_deferred: bool,
 }
 
 impl Engine {
@@ -54,6 +56,7 @@ impl Engine {
             next_id: 1,
             retired: Stats::default(),
             scratch: Vec::new(),
+            data_deferred: false,
         }
     }
 
@@ -114,7 +117,11 @@ impl Engine {
         self.overflow.iter().any(|(p, ..)| *p == peer)
     }
 
-    /// Reads what arrived, priority channel first (ACKs free window and credits).
+    /// Reads what arrived, priority channel first (ACKs free window and credits), each
+    /// channel until it is drained or `budget_rounds` full batches were read. When the
+    /// priority channel had something, the data channel waits for the next call (once:
+    /// the call after always reads it), so a small message goes up to ob1 without an
+    /// empty receive call in between.
     pub fn pump_rx(&mut self, now: Instant, budget_rounds: usize) -> usize {
         let Some(core) = self.core.as_mut() else {
             // Nobody to talk to yet: drain so the kernel buffer cannot fill with stale data.
@@ -124,17 +131,24 @@ impl Engine {
             }
             return n;
         };
+        let full = self.backend.recv_batch();
         let mut total = 0;
-        for _ in 0..budget_rounds.max(1) {
-            let mut got = 0;
-            for ch in Channel::ALL {
-                got += self
+        for ch in Channel::ALL {
+            if ch == Channel::Data {
+                if total > 0 && !self.data_deferred {
+                    self.data_deferred = true;
+                    break;
+                }
+                self.data_deferred = false;
+            }
+            for _ in 0..budget_rounds.max(1) {
+                let got = self
                     .backend
                     .recv(ch, &mut |bytes| core.handle_datagram(now, ch, None, bytes));
-            }
-            total += got;
-            if got == 0 {
-                break;
+                total += got;
+                if got < full {
+                    break;
+                }
             }
         }
         total

@@ -89,6 +89,16 @@ impl Rusnic {
             let mut eng = this.engine();
             received = eng.pump_rx(now, 4);
             handled += received;
+            if received == 0 {
+                // Nothing arrived since the last call, which delivered everything and
+                // gave ob1 (and the application behind it) its chance to answer with a
+                // data segment carrying the ACK: acknowledge the rest now rather than at
+                // the delayed-ACK deadline, which a progress loop that yields the CPU may
+                // overshoot by a whole scheduler slice and trip the peer's RTO. Flushing
+                // right after the deliveries instead would put a standalone ACK (a
+                // sendmmsg) between every ping-pong message and its reply.
+                eng.flush_delayed_acks();
+            }
             eng.pump_timers(now);
             eng.pump_tx(now);
             eng.drain_events(&mut events);
@@ -122,11 +132,7 @@ impl Rusnic {
             for (peer, buf) in spent {
                 eng.recycle(peer, buf);
             }
-            // The receive queue is drained and ob1 had its chance to answer (its reply
-            // carried the ACK if it sent one): acknowledge the rest now rather than at
-            // the delayed-ACK deadline, which a progress loop that yields the CPU may
-            // overshoot by a whole scheduler slice and trip the peer's RTO.
-            eng.flush_delayed_acks();
+            // Reposts may reopen a window the peer waits for (an immediate ACK).
             eng.pump_tx(this.now());
         }
         this.maybe_stats(now);

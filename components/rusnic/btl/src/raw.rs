@@ -225,6 +225,11 @@ impl RecvSlots {
         }
     }
 
+    /// Slots, the most datagrams one `receive` returns.
+    pub fn count(&self) -> usize {
+        self.msgs.len()
+    }
+
     /// Receives up to the slot count without blocking and calls `f` for each datagram
     /// with its source. A datagram longer than a slot arrives truncated (MSG_TRUNC is
     /// not requested): the core then rejects it as malformed.

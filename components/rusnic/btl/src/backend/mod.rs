@@ -23,6 +23,8 @@ pub trait Backend: Send {
     fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize;
     /// Receives what arrived on `channel` (a bounded batch), calling `f` per datagram.
     fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize;
+    /// Most datagrams one `recv` returns: fewer means the queue was empty at that moment.
+    fn recv_batch(&self) -> usize;
 }
 
 /// Channel index in `[priority, data]` arrays.

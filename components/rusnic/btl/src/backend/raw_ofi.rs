@@ -379,6 +379,10 @@ impl Backend for OfiBackend {
         sent
     }
 
+    fn recv_batch(&self) -> usize {
+        CQ_BATCH
+    }
+
     fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize {
         let lane = &mut self.lanes[index(channel)];
         // SAFETY: an all-zero completion entry is valid plain data.

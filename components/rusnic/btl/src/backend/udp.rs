@@ -86,6 +86,10 @@ impl Backend for UdpBackend {
         raw::send_batch(self.sockets[index(channel)].as_raw_fd(), batch)
     }
 
+    fn recv_batch(&self) -> usize {
+        self.slots[0].count()
+    }
+
     fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize {
         let i = index(channel);
         let fd = self.sockets[i].as_raw_fd();
