@@ -25,7 +25,8 @@ pub struct Engine {
     /// Datagrams the backend could not take yet (full socket buffer), per channel.
     backlog: [VecDeque<(SocketAddrV4, Transmit)>; 2],
     /// Fragments the core refused as busy: kept here so a send never fails.
-    overflow: VecDeque<(u64, u8, Shared, usize)>,
+    /// (peer, id, tag, data, len)
+    overflow: VecDeque<(u64, u64, u8, Shared, usize)>,
     /// Seeded in-process fault injection, when enabled.
     fault_cfg: Option<(u64, FaultConfig)>,
     /// One injector per (peer, channel) so a held-back datagram keeps its destination.
@@ -34,6 +35,8 @@ pub struct Engine {
     /// Counters of connections already torn down (del_procs runs before finalize).
     retired: Stats,
     scratch: Vec<Vec<u8>>,
+    /// Fragments from `overflow` the core refused for good: `SendFailed` for each.
+    failed_ids: Vec<u64>,
     /// The last `pump_rx` skipped the data channel (the priority channel had data).
     data_deferred: bool,
 }
@@ -57,6 +60,7 @@ impl Engine {
             retired: Stats::default(),
             scratch: Vec::new(),
             data_deferred: false,
+            failed_ids: Vec::new(),
         }
     }
 
@@ -93,22 +97,22 @@ impl Engine {
     }
 
     /// Queues the fragment `data[..len]` (shared with the core, not copied); never fails
-    /// for lack of resources.
-    pub fn send(&mut self, peer: u64, tag: u8, data: Shared, len: usize) -> Result<(), SendError> {
+    /// for lack of resources. Returns the id its `SendComplete` event will carry.
+    pub fn send(&mut self, peer: u64, tag: u8, data: Shared, len: usize) -> Result<u64, SendError> {
         let core = self.core.as_mut().ok_or(SendError::UnknownPeer)?;
         let id = self.next_id;
         self.next_id += 1;
         // Keep per-peer order behind fragments already waiting here.
         if self.overflow.iter().any(|(p, ..)| *p == peer) {
-            self.overflow.push_back((peer, tag, data, len));
-            return Ok(());
+            self.overflow.push_back((peer, id, tag, data, len));
+            return Ok(id);
         }
         match core.send_shared(peer, id, tag, data.clone(), len) {
             Err(SendError::Busy) => {
-                self.overflow.push_back((peer, tag, data, len));
-                Ok(())
+                self.overflow.push_back((peer, id, tag, data, len));
+                Ok(id)
             }
-            other => other,
+            other => other.map(|()| id),
         }
     }
 
@@ -188,15 +192,14 @@ impl Engine {
         let Some(core) = self.core.as_mut() else {
             return 0;
         };
-        while let Some((peer, tag, data, len)) = self.overflow.front() {
-            let id = self.next_id;
-            match core.send_shared(*peer, id, *tag, data.clone(), *len) {
+        while let Some((peer, id, tag, data, len)) = self.overflow.front() {
+            match core.send_shared(*peer, *id, *tag, data.clone(), *len) {
                 Err(SendError::Busy) => break,
-                _ => {
-                    self.next_id += 1;
-                    self.overflow.pop_front();
-                }
+                Ok(()) => {}
+                // The peer failed (already reported) while the fragment waited here.
+                Err(_) => self.failed_ids.push(*id),
             }
+            self.overflow.pop_front();
         }
         if !self.flush_backlog() {
             return 0;
@@ -266,6 +269,12 @@ impl Engine {
     }
 
     pub fn drain_events(&mut self, out: &mut Vec<(u64, Event)>) {
+        // The peer is unknown here; the glue keys its waiting sends by id alone.
+        out.extend(
+            self.failed_ids
+                .drain(..)
+                .map(|id| (0, Event::SendFailed { id })),
+        );
         if let Some(core) = self.core.as_mut() {
             while let Some(e) = core.poll_event() {
                 out.push(e);

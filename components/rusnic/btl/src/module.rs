@@ -36,6 +36,9 @@ pub struct Rusnic {
     progress: Mutex<()>,
     /// Descriptors whose callback is due (endpoint address, descriptor).
     completions: Mutex<VecDeque<(usize, Descriptor)>>,
+    /// Sent descriptors whose callback waits for the peer's acknowledgement, by the
+    /// engine's send id: (peer, endpoint address, descriptor).
+    awaiting_ack: Mutex<HashMap<u64, (u64, usize, Descriptor)>>,
     peers: Mutex<HashMap<u64, Proc>>,
     isn: u16,
     rank: u32,
@@ -52,6 +55,7 @@ impl Rusnic {
             engine: Mutex::new(engine),
             progress: Mutex::new(()),
             completions: Mutex::new(VecDeque::new()),
+            awaiting_ack: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
             isn: contact.isn,
             rank: local_id as u32,
@@ -117,7 +121,8 @@ impl Rusnic {
                     // We never advertise PUT, so no peer sends one; still free its buffer.
                     *reposts.entry(peer).or_default() += 1;
                 }
-                Event::SendComplete { .. } | Event::SendFailed { .. } => {}
+                Event::SendComplete { id } => this.acked(btl, id, sys::OPAL_SUCCESS),
+                Event::SendFailed { id } => this.acked(btl, id, sys::OPAL_ERR_UNREACH),
                 Event::PathVerified => {
                     verbose!(stream(), 10, "btl:rusnic: path to peer {peer:#x} verified");
                 }
@@ -137,6 +142,39 @@ impl Rusnic {
         }
         this.maybe_stats(now);
         handled
+    }
+
+    /// The send `id` was acknowledged (or failed): run its descriptor's callback if it
+    /// waits for that.
+    fn acked(&self, btl: &Btl<Rusnic>, id: u64, status: i32) {
+        let waiting = self
+            .awaiting_ack
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        if let Some((_, endpoint, des)) = waiting {
+            raw_ob1::complete(btl, endpoint, des, status);
+        }
+    }
+
+    /// Fails every send still waiting for an acknowledgement from a peer in `peers`
+    /// (all of them when None): the connection is gone.
+    fn abandon_awaiting(&self, btl: &Btl<Rusnic>, peers: Option<&[u64]>) {
+        let gone: Vec<(usize, Descriptor)> = {
+            let mut map = self.awaiting_ack.lock().unwrap_or_else(|e| e.into_inner());
+            let ids: Vec<u64> = map
+                .iter()
+                .filter(|(_, (p, _, _))| peers.is_none_or(|ps| ps.contains(p)))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| map.remove(&id))
+                .map(|(_, ep, des)| (ep, des))
+                .collect()
+        };
+        for (endpoint, des) in gone {
+            raw_ob1::complete(btl, endpoint, des, sys::OPAL_ERR_UNREACH);
+        }
     }
 
     fn run_completions(&self, btl: &Btl<Rusnic>) -> usize {
@@ -290,19 +328,27 @@ impl Rusnic {
     }
 
     /// Hands `data[..len]` to the protocol (shared, not copied); busy is absorbed by the
-    /// engine's own queue.
+    /// engine's own queue. `on_ack`: a descriptor to complete once the peer acknowledged
+    /// the fragment, registered before the engine lock is released so the
+    /// acknowledgement cannot be drained first.
     fn submit(
         &self,
         btl: &Btl<Rusnic>,
         peer: u64,
         tag: u8,
-        data: Shared,
-        len: usize,
+        (data, len): (Shared, usize),
+        on_ack: Option<(usize, Descriptor)>,
     ) -> Result<()> {
         let now = self.now();
         let mut eng = self.engine();
         match eng.send(peer, tag, data, len) {
-            Ok(()) => {
+            Ok(id) => {
+                if let Some((endpoint, des)) = on_ack {
+                    self.awaiting_ack
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id, (peer, endpoint, des));
+                }
                 // Push it out now: latency matters more than batching here, and
                 // progress may be far away (a blocking MPI call polls, a compute
                 // phase does not).
@@ -370,12 +416,16 @@ impl BtlModule for Rusnic {
     fn del_procs(btl: &Btl<Self>, _procs: &[Proc], endpoints: Vec<PeerEndpoint>) -> Result<()> {
         let limit = Duration::from_millis(params::get().finalize_flush_ms.get() as u64);
         Rusnic::drain(btl, limit);
-        let mut eng = btl.engine();
-        let mut peers = btl.peers.lock().unwrap_or_else(|e| e.into_inner());
-        for ep in endpoints {
-            eng.remove_peer(ep.id);
-            peers.remove(&ep.id);
+        let ids: Vec<u64> = endpoints.iter().map(|ep| ep.id).collect();
+        {
+            let mut eng = btl.engine();
+            let mut peers = btl.peers.lock().unwrap_or_else(|e| e.into_inner());
+            for id in &ids {
+                eng.remove_peer(*id);
+                peers.remove(id);
+            }
         }
+        btl.abandon_awaiting(btl, Some(&ids));
         Ok(())
     }
 
@@ -385,6 +435,7 @@ impl BtlModule for Rusnic {
             verbose!(stream(), 1, "btl:rusnic: finalize with unacknowledged data");
         }
         btl.run_completions(btl);
+        btl.abandon_awaiting(btl, None);
         let s = btl.engine().stats();
         stats::publish(&s);
         if params::get().stats.get() > 0 {
@@ -435,13 +486,21 @@ impl BtlModule for Rusnic {
     }
 
     fn send(btl: &Btl<Self>, ep: &PeerEndpoint, des: Descriptor, tag: u8) -> Result<SendStatus> {
-        let (data, len) = raw_ob1::share_payload(des);
-        btl.submit(btl, ep.id, tag, data, len)?;
+        let payload = raw_ob1::share_payload(des);
+        let endpoint = Btl::<Rusnic>::endpoint_ptr(ep) as usize;
+        if des.btl_owned() && des.always_callback() {
+            // Complete when the peer has the bytes, not when the core took them: ob1
+            // schedules the next pipeline fragments from this callback, so it then keeps
+            // only as much in flight as its pipeline depth allows, instead of queueing
+            // a whole window of large messages here (each in a fresh buffer).
+            btl.submit(btl, ep.id, tag, payload, Some((endpoint, des)))?;
+            return Ok(SendStatus::Queued);
+        }
+        btl.submit(btl, ep.id, tag, payload, None)?;
         if des.btl_owned() && !des.always_callback() {
             raw_ob1::free(des);
             return Ok(SendStatus::CompletedInline);
         }
-        let endpoint = Btl::<Rusnic>::endpoint_ptr(ep) as usize;
         btl.completions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -479,7 +538,7 @@ impl BtlModule for Rusnic {
         };
         buf.truncate(header.len() + packed);
         let len = buf.len();
-        btl.submit(btl, ep.id, tag, Arc::new(buf), len)
+        btl.submit(btl, ep.id, tag, (Arc::new(buf), len), None)
             .map_err(|_| SendiRefused { descriptor: None })
     }
 
