@@ -116,6 +116,17 @@ impl Engine {
         }
     }
 
+    /// Fragments to `peer` accepted but not yet cut into segments (waiting for window
+    /// or credit), in the core or queued here.
+    pub fn queued(&self, peer: u64) -> usize {
+        let core = self
+            .core
+            .as_ref()
+            .and_then(|c| c.connection(peer))
+            .map_or(0, |c| c.queued_fragments());
+        core + self.overflow.iter().filter(|(p, ..)| *p == peer).count()
+    }
+
     /// Whether the core would refuse this fragment right now (sendi's fast check).
     pub fn would_queue_outside_core(&self, peer: u64) -> bool {
         self.overflow.iter().any(|(p, ..)| *p == peer)

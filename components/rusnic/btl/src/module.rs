@@ -328,31 +328,44 @@ impl Rusnic {
     }
 
     /// Hands `data[..len]` to the protocol (shared, not copied); busy is absorbed by the
-    /// engine's own queue. `on_ack`: a descriptor to complete once the peer acknowledged
-    /// the fragment, registered before the engine lock is released so the
-    /// acknowledgement cannot be drained first.
+    /// engine's own queue. `completion`: a descriptor whose callback is due. While the
+    /// fragment could go out at once it runs from the next progress call; once fragments
+    /// wait in the queue (`DEFER_QUEUED`), only when the peer acknowledged this one, so
+    /// that ob1's pipeline depth bounds how much it queues here (it would otherwise push
+    /// whole windows of large messages, each in a fresh buffer). It is registered before
+    /// the engine lock is released, so the acknowledgement cannot be drained first.
     fn submit(
         &self,
         btl: &Btl<Rusnic>,
         peer: u64,
         tag: u8,
         (data, len): (Shared, usize),
-        on_ack: Option<(usize, Descriptor)>,
+        completion: Option<(usize, Descriptor)>,
     ) -> Result<()> {
+        /// Queued fragments (256 KiB each at the defaults) from which a completion
+        /// waits for the peer's acknowledgement.
+        const DEFER_QUEUED: usize = 4;
         let now = self.now();
         let mut eng = self.engine();
         match eng.send(peer, tag, data, len) {
             Ok(id) => {
-                if let Some((endpoint, des)) = on_ack {
-                    self.awaiting_ack
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(id, (peer, endpoint, des));
-                }
                 // Push it out now: latency matters more than batching here, and
                 // progress may be far away (a blocking MPI call polls, a compute
                 // phase does not).
                 eng.pump_tx(now);
+                if let Some((endpoint, des)) = completion {
+                    if eng.queued(peer) >= DEFER_QUEUED {
+                        self.awaiting_ack
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(id, (peer, endpoint, des));
+                    } else {
+                        self.completions
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push_back((endpoint, des));
+                    }
+                }
                 Ok(())
             }
             Err(SendError::TooLarge { len, max }) => {
@@ -489,10 +502,7 @@ impl BtlModule for Rusnic {
         let payload = raw_ob1::share_payload(des);
         let endpoint = Btl::<Rusnic>::endpoint_ptr(ep) as usize;
         if des.btl_owned() && des.always_callback() {
-            // Complete when the peer has the bytes, not when the core took them: ob1
-            // schedules the next pipeline fragments from this callback, so it then keeps
-            // only as much in flight as its pipeline depth allows, instead of queueing
-            // a whole window of large messages here (each in a fresh buffer).
+            // ob1 schedules its next pipeline fragments from this callback: see `submit`.
             btl.submit(btl, ep.id, tag, payload, Some((endpoint, des)))?;
             return Ok(SendStatus::Queued);
         }
