@@ -146,11 +146,13 @@ pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
                 }
             })
             .collect();
+        // The raw system call, as for recvmmsg below: no cancellation-point bracketing.
         // SAFETY: every header points into `names`/`iovs`, which outlive the call, and
         // the iovecs point at the caller's byte slices (only read by the kernel); each
         // header's iovec count is at most the 2 of its array.
         let rc = unsafe {
-            libc::sendmmsg(
+            libc::syscall(
+                libc::SYS_sendmmsg,
                 fd,
                 msgs.as_mut_ptr(),
                 msgs.len() as libc::c_uint,
