@@ -6,7 +6,9 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
 use rusnic_core::fault::{FaultConfig, FaultInjector};
-use rusnic_core::{Channel, Config, ConfigError, Endpoint, Event, Instant, SendError, Stats};
+use rusnic_core::{
+    Channel, Config, ConfigError, Endpoint, Event, Instant, SendError, Shared, Stats, Transmit,
+};
 
 use crate::backend::{Backend, index};
 
@@ -21,9 +23,10 @@ pub struct Engine {
     /// Each peer's priority and data channel addresses.
     addrs: HashMap<u64, [SocketAddrV4; 2]>,
     /// Datagrams the backend could not take yet (full socket buffer), per channel.
-    backlog: [VecDeque<(SocketAddrV4, Vec<u8>)>; 2],
+    backlog: [VecDeque<(SocketAddrV4, Transmit)>; 2],
     /// Fragments the core refused as busy: kept here so a send never fails.
-    overflow: VecDeque<(u64, u8, Vec<u8>)>,
+    /// (peer, id, tag, data, len)
+    overflow: VecDeque<(u64, u64, u8, Shared, usize)>,
     /// Seeded in-process fault injection, when enabled.
     fault_cfg: Option<(u64, FaultConfig)>,
     /// One injector per (peer, channel) so a held-back datagram keeps its destination.
@@ -32,6 +35,10 @@ pub struct Engine {
     /// Counters of connections already torn down (del_procs runs before finalize).
     retired: Stats,
     scratch: Vec<Vec<u8>>,
+    /// Fragments from `overflow` the core refused for good: `SendFailed` for each.
+    failed_ids: Vec<u64>,
+    /// The last `pump_rx` skipped the data channel (the priority channel had data).
+    data_deferred: bool,
 }
 
 impl Engine {
@@ -52,6 +59,8 @@ impl Engine {
             next_id: 1,
             retired: Stats::default(),
             scratch: Vec::new(),
+            data_deferred: false,
+            failed_ids: Vec::new(),
         }
     }
 
@@ -84,36 +93,50 @@ impl Engine {
         }
         self.addrs.remove(&peer);
         self.faults.retain(|(p, _), _| *p != peer);
-        self.overflow.retain(|(p, _, _)| *p != peer);
+        self.overflow.retain(|(p, ..)| *p != peer);
     }
 
-    /// Queues a fragment; never fails for lack of resources.
-    pub fn send(&mut self, peer: u64, tag: u8, data: &[u8]) -> Result<(), SendError> {
+    /// Queues the fragment `data[..len]` (shared with the core, not copied); never fails
+    /// for lack of resources. Returns the id its `SendComplete` event will carry.
+    pub fn send(&mut self, peer: u64, tag: u8, data: Shared, len: usize) -> Result<u64, SendError> {
         let core = self.core.as_mut().ok_or(SendError::UnknownPeer)?;
         let id = self.next_id;
         self.next_id += 1;
-        if !self.overflow.is_empty() {
-            // Keep per-peer order behind fragments already waiting here.
-            if self.overflow.iter().any(|(p, _, _)| *p == peer) {
-                self.overflow.push_back((peer, tag, data.to_vec()));
-                return Ok(());
-            }
+        // Keep per-peer order behind fragments already waiting here.
+        if self.overflow.iter().any(|(p, ..)| *p == peer) {
+            self.overflow.push_back((peer, id, tag, data, len));
+            return Ok(id);
         }
-        match core.send(peer, id, tag, data) {
+        match core.send_shared(peer, id, tag, data.clone(), len) {
             Err(SendError::Busy) => {
-                self.overflow.push_back((peer, tag, data.to_vec()));
-                Ok(())
+                self.overflow.push_back((peer, id, tag, data, len));
+                Ok(id)
             }
-            other => other,
+            other => other.map(|()| id),
         }
+    }
+
+    /// Fragments to `peer` accepted but not yet cut into segments (waiting for window
+    /// or credit), in the core or queued here.
+    pub fn queued(&self, peer: u64) -> usize {
+        let core = self
+            .core
+            .as_ref()
+            .and_then(|c| c.connection(peer))
+            .map_or(0, |c| c.queued_fragments());
+        core + self.overflow.iter().filter(|(p, ..)| *p == peer).count()
     }
 
     /// Whether the core would refuse this fragment right now (sendi's fast check).
     pub fn would_queue_outside_core(&self, peer: u64) -> bool {
-        self.overflow.iter().any(|(p, _, _)| *p == peer)
+        self.overflow.iter().any(|(p, ..)| *p == peer)
     }
 
-    /// Reads what arrived, priority channel first (ACKs free window and credits).
+    /// Reads what arrived, priority channel first (ACKs free window and credits), each
+    /// channel until it is drained or `budget_rounds` full batches were read. When the
+    /// priority channel had something, the data channel waits for the next call (once:
+    /// the call after always reads it), so a small message goes up to ob1 without an
+    /// empty receive call in between.
     pub fn pump_rx(&mut self, now: Instant, budget_rounds: usize) -> usize {
         let Some(core) = self.core.as_mut() else {
             // Nobody to talk to yet: drain so the kernel buffer cannot fill with stale data.
@@ -123,17 +146,24 @@ impl Engine {
             }
             return n;
         };
+        let full = self.backend.recv_batch();
         let mut total = 0;
-        for _ in 0..budget_rounds.max(1) {
-            let mut got = 0;
-            for ch in Channel::ALL {
-                got += self
+        for ch in Channel::ALL {
+            if ch == Channel::Data {
+                if total > 0 && !self.data_deferred {
+                    self.data_deferred = true;
+                    break;
+                }
+                self.data_deferred = false;
+            }
+            for _ in 0..budget_rounds.max(1) {
+                let got = self
                     .backend
                     .recv(ch, &mut |bytes| core.handle_datagram(now, ch, None, bytes));
-            }
-            total += got;
-            if got == 0 {
-                break;
+                total += got;
+                if got < full {
+                    break;
+                }
             }
         }
         total
@@ -160,8 +190,7 @@ impl Engine {
             if q.is_empty() {
                 continue;
             }
-            let batch: Vec<(SocketAddrV4, &[u8])> =
-                q.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+            let batch: Vec<(SocketAddrV4, [&[u8]; 2])> = q.iter().map(gather).collect();
             let sent = self.backend.send(ch, &batch);
             q.drain(..sent);
         }
@@ -174,22 +203,21 @@ impl Engine {
         let Some(core) = self.core.as_mut() else {
             return 0;
         };
-        while let Some((peer, tag, data)) = self.overflow.front() {
-            let id = self.next_id;
-            match core.send(*peer, id, *tag, data) {
+        while let Some((peer, id, tag, data, len)) = self.overflow.front() {
+            match core.send_shared(*peer, *id, *tag, data.clone(), *len) {
                 Err(SendError::Busy) => break,
-                _ => {
-                    self.next_id += 1;
-                    self.overflow.pop_front();
-                }
+                Ok(()) => {}
+                // The peer failed (already reported) while the fragment waited here.
+                Err(_) => self.failed_ids.push(*id),
             }
+            self.overflow.pop_front();
         }
         if !self.flush_backlog() {
             return 0;
         }
         let mut total = 0;
         loop {
-            let mut out: [Vec<(SocketAddrV4, Vec<u8>)>; 2] = [Vec::new(), Vec::new()];
+            let mut out: [Vec<(SocketAddrV4, Transmit)>; 2] = [Vec::new(), Vec::new()];
             let core = self.core.as_mut().expect("checked above");
             let mut n = 0;
             while n < TX_BATCH {
@@ -208,10 +236,15 @@ impl Engine {
                             FaultInjector::new(seed ^ peer.rotate_left(7) ^ ch as u64, cfg.clone())
                         });
                         self.scratch.clear();
-                        f.process(t.bytes, &mut self.scratch);
-                        lane.extend(self.scratch.drain(..).map(|b| (dst, b)));
+                        f.process(t.to_vec(), &mut self.scratch);
+                        let ch = t.channel;
+                        lane.extend(
+                            self.scratch
+                                .drain(..)
+                                .map(|b| (dst, Transmit::whole(ch, b))),
+                        );
                     }
-                    None => lane.push((dst, t.bytes)),
+                    None => lane.push((dst, t)),
                 }
             }
             if n < TX_BATCH {
@@ -220,7 +253,12 @@ impl Engine {
                     if let Some(dst) = self.addrs.get(&peer).map(|a| a[ch]) {
                         self.scratch.clear();
                         f.flush(&mut self.scratch);
-                        out[ch].extend(self.scratch.drain(..).map(|b| (dst, b)));
+                        let channel = Channel::ALL[ch];
+                        out[ch].extend(
+                            self.scratch
+                                .drain(..)
+                                .map(|b| (dst, Transmit::whole(channel, b))),
+                        );
                     }
                 }
             }
@@ -229,8 +267,7 @@ impl Engine {
                 if lane.is_empty() {
                     continue;
                 }
-                let batch: Vec<(SocketAddrV4, &[u8])> =
-                    lane.iter().map(|(a, b)| (*a, b.as_slice())).collect();
+                let batch: Vec<(SocketAddrV4, [&[u8]; 2])> = lane.iter().map(gather).collect();
                 let sent = self.backend.send(ch, &batch);
                 total += sent;
                 self.backlog[index(ch)].extend(lane.into_iter().skip(sent));
@@ -243,6 +280,12 @@ impl Engine {
     }
 
     pub fn drain_events(&mut self, out: &mut Vec<(u64, Event)>) {
+        // The peer is unknown here; the glue keys its waiting sends by id alone.
+        out.extend(
+            self.failed_ids
+                .drain(..)
+                .map(|id| (0, Event::SendFailed { id })),
+        );
         if let Some(core) = self.core.as_mut() {
             while let Some(e) = core.poll_event() {
                 out.push(e);
@@ -278,4 +321,9 @@ impl Engine {
         s.accumulate(&self.retired);
         s
     }
+}
+
+/// A queued datagram as the backend's gather list: header, then payload.
+fn gather((addr, t): &(SocketAddrV4, Transmit)) -> (SocketAddrV4, [&[u8]; 2]) {
+    (*addr, [t.head.as_slice(), t.body.as_slice()])
 }

@@ -12,6 +12,7 @@ mod modex;
 mod module;
 mod params;
 mod raw;
+mod raw_crc;
 mod raw_ob1;
 mod stats;
 
@@ -80,7 +81,7 @@ impl BtlComponent for Component {
     }
 
     fn init(_progress_threads: bool, _mpi_threads: bool) -> Result<Vec<Rusnic>> {
-        if let Some(f) = raw::hardware_crc32c() {
+        if let Some(f) = raw_crc::hardware_crc32c() {
             // Every datagram is checksummed twice (send, receive): the instruction is
             // several times faster than the core's portable tables.
             rusnic_core::crc::install_accelerator(f);

@@ -8,14 +8,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mca::btl::{Btl, BtlModule, Descriptor, SendStatus, SendiRefused};
 use mca::convertor::Convertor;
 use mca::proc::Proc;
 use mca::{Error, Result, sys, verbose};
-use rusnic_core::{Event, Instant, SendError};
+use rusnic_core::{Event, Instant, SendError, Shared};
 
 use crate::engine::Engine;
 use crate::iface;
@@ -36,6 +36,9 @@ pub struct Rusnic {
     progress: Mutex<()>,
     /// Descriptors whose callback is due (endpoint address, descriptor).
     completions: Mutex<VecDeque<(usize, Descriptor)>>,
+    /// Sent descriptors whose callback waits for the peer's acknowledgement, by the
+    /// engine's send id: (peer, endpoint address, descriptor).
+    awaiting_ack: Mutex<HashMap<u64, (u64, usize, Descriptor)>>,
     peers: Mutex<HashMap<u64, Proc>>,
     isn: u16,
     rank: u32,
@@ -52,6 +55,7 @@ impl Rusnic {
             engine: Mutex::new(engine),
             progress: Mutex::new(()),
             completions: Mutex::new(VecDeque::new()),
+            awaiting_ack: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
             isn: contact.isn,
             rank: local_id as u32,
@@ -89,6 +93,16 @@ impl Rusnic {
             let mut eng = this.engine();
             received = eng.pump_rx(now, 4);
             handled += received;
+            if received == 0 {
+                // Nothing arrived since the last call, which delivered everything and
+                // gave ob1 (and the application behind it) its chance to answer with a
+                // data segment carrying the ACK: acknowledge the rest now rather than at
+                // the delayed-ACK deadline, which a progress loop that yields the CPU may
+                // overshoot by a whole scheduler slice and trip the peer's RTO. Flushing
+                // right after the deliveries instead would put a standalone ACK (a
+                // sendmmsg) between every ping-pong message and its reply.
+                eng.flush_delayed_acks();
+            }
             eng.pump_timers(now);
             eng.pump_tx(now);
             eng.drain_events(&mut events);
@@ -107,7 +121,8 @@ impl Rusnic {
                     // We never advertise PUT, so no peer sends one; still free its buffer.
                     *reposts.entry(peer).or_default() += 1;
                 }
-                Event::SendComplete { .. } | Event::SendFailed { .. } => {}
+                Event::SendComplete { id } => this.acked(btl, id, sys::OPAL_SUCCESS),
+                Event::SendFailed { id } => this.acked(btl, id, sys::OPAL_ERR_UNREACH),
                 Event::PathVerified => {
                     verbose!(stream(), 10, "btl:rusnic: path to peer {peer:#x} verified");
                 }
@@ -122,15 +137,44 @@ impl Rusnic {
             for (peer, buf) in spent {
                 eng.recycle(peer, buf);
             }
-            // The receive queue is drained and ob1 had its chance to answer (its reply
-            // carried the ACK if it sent one): acknowledge the rest now rather than at
-            // the delayed-ACK deadline, which a progress loop that yields the CPU may
-            // overshoot by a whole scheduler slice and trip the peer's RTO.
-            eng.flush_delayed_acks();
+            // Reposts may reopen a window the peer waits for (an immediate ACK).
             eng.pump_tx(this.now());
         }
         this.maybe_stats(now);
         handled
+    }
+
+    /// The send `id` was acknowledged (or failed): run its descriptor's callback if it
+    /// waits for that.
+    fn acked(&self, btl: &Btl<Rusnic>, id: u64, status: i32) {
+        let waiting = self
+            .awaiting_ack
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+        if let Some((_, endpoint, des)) = waiting {
+            raw_ob1::complete(btl, endpoint, des, status);
+        }
+    }
+
+    /// Fails every send still waiting for an acknowledgement from a peer in `peers`
+    /// (all of them when None): the connection is gone.
+    fn abandon_awaiting(&self, btl: &Btl<Rusnic>, peers: Option<&[u64]>) {
+        let gone: Vec<(usize, Descriptor)> = {
+            let mut map = self.awaiting_ack.lock().unwrap_or_else(|e| e.into_inner());
+            let ids: Vec<u64> = map
+                .iter()
+                .filter(|(_, (p, _, _))| peers.is_none_or(|ps| ps.contains(p)))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| map.remove(&id))
+                .map(|(_, ep, des)| (ep, des))
+                .collect()
+        };
+        for (endpoint, des) in gone {
+            raw_ob1::complete(btl, endpoint, des, sys::OPAL_ERR_UNREACH);
+        }
     }
 
     fn run_completions(&self, btl: &Btl<Rusnic>) -> usize {
@@ -283,16 +327,45 @@ impl Rusnic {
         Some(PeerEndpoint { id })
     }
 
-    /// Copies `data` into the protocol; busy is absorbed by the engine's own queue.
-    fn submit(&self, btl: &Btl<Rusnic>, peer: u64, tag: u8, data: &[u8]) -> Result<()> {
+    /// Hands `data[..len]` to the protocol (shared, not copied); busy is absorbed by the
+    /// engine's own queue. `completion`: a descriptor whose callback is due. While the
+    /// fragment could go out at once it runs from the next progress call; once fragments
+    /// wait in the queue (`DEFER_QUEUED`), only when the peer acknowledged this one, so
+    /// that ob1's pipeline depth bounds how much it queues here (it would otherwise push
+    /// whole windows of large messages, each in a fresh buffer). It is registered before
+    /// the engine lock is released, so the acknowledgement cannot be drained first.
+    fn submit(
+        &self,
+        btl: &Btl<Rusnic>,
+        peer: u64,
+        tag: u8,
+        (data, len): (Shared, usize),
+        completion: Option<(usize, Descriptor)>,
+    ) -> Result<()> {
+        /// Queued fragments (256 KiB each at the defaults) from which a completion
+        /// waits for the peer's acknowledgement.
+        const DEFER_QUEUED: usize = 4;
         let now = self.now();
         let mut eng = self.engine();
-        match eng.send(peer, tag, data) {
-            Ok(()) => {
+        match eng.send(peer, tag, data, len) {
+            Ok(id) => {
                 // Push it out now: latency matters more than batching here, and
                 // progress may be far away (a blocking MPI call polls, a compute
                 // phase does not).
                 eng.pump_tx(now);
+                if let Some((endpoint, des)) = completion {
+                    if eng.queued(peer) >= DEFER_QUEUED {
+                        self.awaiting_ack
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(id, (peer, endpoint, des));
+                    } else {
+                        self.completions
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push_back((endpoint, des));
+                    }
+                }
                 Ok(())
             }
             Err(SendError::TooLarge { len, max }) => {
@@ -356,12 +429,16 @@ impl BtlModule for Rusnic {
     fn del_procs(btl: &Btl<Self>, _procs: &[Proc], endpoints: Vec<PeerEndpoint>) -> Result<()> {
         let limit = Duration::from_millis(params::get().finalize_flush_ms.get() as u64);
         Rusnic::drain(btl, limit);
-        let mut eng = btl.engine();
-        let mut peers = btl.peers.lock().unwrap_or_else(|e| e.into_inner());
-        for ep in endpoints {
-            eng.remove_peer(ep.id);
-            peers.remove(&ep.id);
+        let ids: Vec<u64> = endpoints.iter().map(|ep| ep.id).collect();
+        {
+            let mut eng = btl.engine();
+            let mut peers = btl.peers.lock().unwrap_or_else(|e| e.into_inner());
+            for id in &ids {
+                eng.remove_peer(*id);
+                peers.remove(id);
+            }
         }
+        btl.abandon_awaiting(btl, Some(&ids));
         Ok(())
     }
 
@@ -371,6 +448,7 @@ impl BtlModule for Rusnic {
             verbose!(stream(), 1, "btl:rusnic: finalize with unacknowledged data");
         }
         btl.run_completions(btl);
+        btl.abandon_awaiting(btl, None);
         let s = btl.engine().stats();
         stats::publish(&s);
         if params::get().stats.get() > 0 {
@@ -410,9 +488,10 @@ impl BtlModule for Rusnic {
         let room = max_fragment(btl).checked_sub(reserve)?;
         let want = (*size).min(room);
         let mut frag = new_frag(reserve + want);
-        let packed = convertor.pack(&mut frag.extra[reserve..reserve + want]);
+        let buf = raw_ob1::bytes_mut(&mut frag);
+        let packed = convertor.pack(&mut buf[reserve..reserve + want]);
         *size = packed;
-        let addr = frag.extra.as_mut_ptr();
+        let addr = buf.as_mut_ptr();
         frag.set_segments(&[(addr, reserve + packed)]);
         frag.descriptor.des_flags = flags;
         frag.descriptor.order = order;
@@ -420,12 +499,18 @@ impl BtlModule for Rusnic {
     }
 
     fn send(btl: &Btl<Self>, ep: &PeerEndpoint, des: Descriptor, tag: u8) -> Result<SendStatus> {
-        raw_ob1::with_payload(des, |data| btl.submit(btl, ep.id, tag, data))?;
+        let payload = raw_ob1::share_payload(des);
+        let endpoint = Btl::<Rusnic>::endpoint_ptr(ep) as usize;
+        if des.btl_owned() && des.always_callback() {
+            // ob1 schedules its next pipeline fragments from this callback: see `submit`.
+            btl.submit(btl, ep.id, tag, payload, Some((endpoint, des)))?;
+            return Ok(SendStatus::Queued);
+        }
+        btl.submit(btl, ep.id, tag, payload, None)?;
         if des.btl_owned() && !des.always_callback() {
             raw_ob1::free(des);
             return Ok(SendStatus::CompletedInline);
         }
-        let endpoint = Btl::<Rusnic>::endpoint_ptr(ep) as usize;
         btl.completions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -462,7 +547,8 @@ impl BtlModule for Rusnic {
             0
         };
         buf.truncate(header.len() + packed);
-        btl.submit(btl, ep.id, tag, &buf)
+        let len = buf.len();
+        btl.submit(btl, ep.id, tag, (Arc::new(buf), len), None)
             .map_err(|_| SendiRefused { descriptor: None })
     }
 

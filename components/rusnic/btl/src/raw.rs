@@ -111,21 +111,24 @@ fn addr_of(sin: &libc::sockaddr_in) -> SocketAddrV4 {
     )
 }
 
-/// Sends `batch` (destination, bytes) with as few `sendmmsg` calls as possible.
+/// Sends `batch` (destination, [header, payload]) with as few `sendmmsg` calls as
+/// possible, each datagram gathered from its two parts by the kernel (no copy here).
 /// Returns how many datagrams the kernel took; the rest hit a full socket buffer
 /// (`EAGAIN`) and should be retried later. Other per-datagram errors (unreachable
 /// port after a peer exited) count as sent: the protocol recovers or reports.
-pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, &[u8])]) -> usize {
+pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
     const MAX: usize = 64;
     let mut sent = 0;
     while sent < batch.len() {
         let part = &batch[sent..batch.len().min(sent + MAX)];
         let mut names: Vec<libc::sockaddr_in> = part.iter().map(|(a, _)| sockaddr_of(*a)).collect();
-        let mut iovs: Vec<libc::iovec> = part
+        let mut iovs: Vec<[libc::iovec; 2]> = part
             .iter()
-            .map(|(_, b)| libc::iovec {
-                iov_base: b.as_ptr() as *mut libc::c_void,
-                iov_len: b.len(),
+            .map(|(_, parts)| {
+                parts.map(|b| libc::iovec {
+                    iov_base: b.as_ptr() as *mut libc::c_void,
+                    iov_len: b.len(),
+                })
             })
             .collect();
         let mut msgs: Vec<libc::mmsghdr> = (0..part.len())
@@ -134,18 +137,22 @@ pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, &[u8])]) -> usize {
                 let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
                 hdr.msg_name = (&raw mut names[i]).cast();
                 hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-                hdr.msg_iov = &raw mut iovs[i];
-                hdr.msg_iovlen = 1;
+                hdr.msg_iov = iovs[i].as_mut_ptr();
+                // An empty payload part is left out rather than passed as a 0-length iovec.
+                hdr.msg_iovlen = if part[i].1[1].is_empty() { 1 } else { 2 };
                 libc::mmsghdr {
                     msg_hdr: hdr,
                     msg_len: 0,
                 }
             })
             .collect();
+        // The raw system call, as for recvmmsg below: no cancellation-point bracketing.
         // SAFETY: every header points into `names`/`iovs`, which outlive the call, and
-        // the iovecs point at the caller's byte slices (only read by the kernel).
+        // the iovecs point at the caller's byte slices (only read by the kernel); each
+        // header's iovec count is at most the 2 of its array.
         let rc = unsafe {
-            libc::sendmmsg(
+            libc::syscall(
+                libc::SYS_sendmmsg,
                 fd,
                 msgs.as_mut_ptr(),
                 msgs.len() as libc::c_uint,
@@ -220,6 +227,11 @@ impl RecvSlots {
         }
     }
 
+    /// Slots, the most datagrams one `receive` returns.
+    pub fn count(&self) -> usize {
+        self.msgs.len()
+    }
+
     /// Receives up to the slot count without blocking and calls `f` for each datagram
     /// with its source. A datagram longer than a slot arrives truncated (MSG_TRUNC is
     /// not requested): the core then rejects it as malformed.
@@ -228,15 +240,20 @@ impl RecvSlots {
             m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
             m.msg_len = 0;
         }
+        // The raw system call, not glibc's wrapper: that one is a thread cancellation
+        // point and brackets the call with two cancellation-state switches, a visible
+        // share of an empty poll's cost (and progress polls empty sockets constantly).
         // SAFETY: every header points into this struct's own name/iovec/buffer storage,
-        // which is alive and not otherwise borrowed during the call.
+        // which is alive and not otherwise borrowed during the call; the arguments are
+        // recvmmsg's, with a null timeout.
         let rc = unsafe {
-            libc::recvmmsg(
+            libc::syscall(
+                libc::SYS_recvmmsg,
                 fd,
                 self.msgs.as_mut_ptr(),
                 self.msgs.len() as libc::c_uint,
                 libc::MSG_DONTWAIT,
-                std::ptr::null_mut(),
+                std::ptr::null_mut::<libc::timespec>(),
             )
         };
         if rc <= 0 {
@@ -248,63 +265,5 @@ impl RecvSlots {
             f(addr_of(&self.names[i]), &self.bufs[i][..len]);
         }
         n
-    }
-}
-
-/// The SSE4.2 `crc32` instruction as a CRC-32C update step, if this CPU has it.
-pub fn hardware_crc32c() -> Option<fn(u32, &[u8]) -> u32> {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("sse4.2") {
-        return Some(crc32c_sse42);
-    }
-    None
-}
-
-#[cfg(target_arch = "x86_64")]
-fn crc32c_sse42(state: u32, data: &[u8]) -> u32 {
-    // SAFETY: only handed out by `hardware_crc32c` after SSE4.2 was detected.
-    unsafe { crc32c_sse42_inner(state, data) }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse4.2")]
-fn crc32c_sse42_inner(state: u32, data: &[u8]) -> u32 {
-    use std::arch::x86_64::{_mm_crc32_u8, _mm_crc32_u64};
-    let mut c = u64::from(state);
-    let mut words = data.chunks_exact(8);
-    for w in &mut words {
-        c = _mm_crc32_u64(
-            c,
-            u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]),
-        );
-    }
-    let mut c = c as u32;
-    for &b in words.remainder() {
-        c = _mm_crc32_u8(c, b);
-    }
-    c
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hardware_crc_matches_the_portable_tables() {
-        let Some(hw) = hardware_crc32c() else {
-            return; // no SSE4.2: nothing to compare (the portable path is used)
-        };
-        let mut rng = rusnic_core::fault::Rng::new(7);
-        for len in [0usize, 1, 7, 8, 9, 63, 64, 65, 1472, 9000, 65507] {
-            let mut data = vec![0u8; len];
-            rng.fill(&mut data);
-            for state in [0u32, !0, 0x1234_5678] {
-                assert_eq!(
-                    hw(state, &data),
-                    rusnic_core::crc::update_portable(state, &data),
-                    "len {len} state {state:#x}"
-                );
-            }
-        }
     }
 }

@@ -2,15 +2,19 @@
 //! `Descriptor`s and our module as the address progress needs; turning them into Rust
 //! references and running completion callbacks is the only `unsafe` of the BTL proper.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex};
 
 use mca::btl::{Btl, Descriptor, Frag};
 
+use rusnic_core::Shared;
+
 use crate::module::Rusnic;
 
-/// Our fragments: the C descriptor with one segment over an owned buffer.
-pub type OurFrag = Frag<Vec<u8>>;
+/// Our fragments: the C descriptor with one segment over a buffer the protocol core may
+/// share once the fragment is sent (zero-copy: the core's datagrams refer to it until
+/// the peer acknowledged them, possibly after ob1 freed the descriptor).
+pub type OurFrag = Frag<Shared>;
 
 /// The live module, set at add_procs and cleared at finalize, for component progress
 /// (which Open MPI calls without a module argument).
@@ -40,64 +44,84 @@ pub fn with_module<R>(f: impl FnOnce(&Btl<Rusnic>) -> R) -> Option<R> {
 /// bandwidth-sized fragment (up to `max_send_size`) costs a zero fill and, above glibc's
 /// mmap threshold, a page fault per 4 KiB, which dominated the sender's profile.
 const POOL_MIN: usize = 16 * 1024;
-/// Buffers kept for reuse (ob1 keeps a few fragments in flight per peer).
-const POOL_MAX: usize = 32;
+/// Buffers kept for reuse: the core holds a sent fragment's buffer until the peer
+/// acknowledged it (a grant's worth of data, 8 MiB at the defaults), so more are
+/// pooled than ob1 keeps in flight.
+const POOL_MAX: usize = 64;
 
-/// Large fragment buffers given back by `free`, for the next `new_frag`.
-static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Large fragment buffers given back by `free`, for the next `new_frag`; one is
+/// reusable once the core dropped its references (`Arc::get_mut` succeeds).
+static POOL: Mutex<Vec<Shared>> = Mutex::new(Vec::new());
 
-/// A buffer of exactly `len` initialized bytes (stale contents when recycled: every
-/// caller overwrites what it sends).
-fn buffer(len: usize) -> Vec<u8> {
+/// A buffer of at least `len` initialized bytes (stale contents when recycled: every
+/// caller overwrites what it sends, and segments say how much of it is in use).
+fn buffer(len: usize) -> Shared {
     if len >= POOL_MIN {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = pool.iter().rposition(|b| b.capacity() >= len) {
+        let free = pool
+            .iter_mut()
+            .rposition(|b| Arc::get_mut(b).is_some_and(|v| v.capacity() >= len));
+        if let Some(i) = free {
             let mut b = pool.swap_remove(i);
             drop(pool);
-            // Shrinking keeps the capacity; growing within it fills only the tail.
-            b.resize(len, 0);
-            return b;
+            if let Some(v) = Arc::get_mut(&mut b) {
+                // Never shrunk, so this fills at most once per buffer.
+                if v.len() < len {
+                    v.resize(len, 0);
+                }
+                return b;
+            }
         }
     }
-    vec![0u8; len]
+    Arc::new(vec![0u8; len])
 }
 
-fn recycle(mut b: Vec<u8>) {
+fn recycle(b: Shared) {
     if b.capacity() < POOL_MIN {
         return;
     }
     let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
     if pool.len() < POOL_MAX {
-        // Keep the whole capacity initialized so later `resize` calls fill nothing.
-        let cap = b.capacity();
-        b.resize(cap, 0);
         pool.push(b);
     }
+}
+
+/// The fragment's bytes for writing, before it is sent. Unique by then (the core gets
+/// its reference in `send`), so `make_mut` never copies in practice.
+pub fn bytes_mut(frag: &mut OurFrag) -> &mut Vec<u8> {
+    Arc::make_mut(&mut frag.extra)
 }
 
 /// A new BTL-side fragment with `len` usable bytes.
 pub fn new_frag(len: usize) -> Box<OurFrag> {
     let mut frag = Frag::new_boxed(buffer(len));
-    let addr = frag.extra.as_mut_ptr();
+    let addr = bytes_mut(&mut frag).as_mut_ptr();
     frag.set_segments(&[(addr, len)]);
     frag
 }
 
-/// Calls `f` with the bytes a descriptor of ours describes (its first segment).
-pub fn with_payload<R>(des: Descriptor, f: impl FnOnce(&[u8]) -> R) -> R {
-    // SAFETY: ob1 only passes our own descriptors to send; the first segment points
-    // into the fragment's own buffer (alloc/prepare_src keep it within bounds), and the
-    // borrow ends with `f`, before the descriptor is completed or freed.
-    let frag = unsafe { Frag::<Vec<u8>>::peek(des) };
+/// The bytes a descriptor of ours describes (its first segment: the head of the
+/// buffer), shared without a copy when that is safe: the descriptor is BTL-owned, so
+/// ob1 never writes into it again. An ob1-owned descriptor may be refilled and resent
+/// by ob1 after its completion callback while the core still holds the bytes for
+/// retransmission: it gets a copy.
+pub fn share_payload(des: Descriptor) -> (Shared, usize) {
+    // SAFETY: ob1 only passes our own descriptors to send, once, and does not touch the
+    // descriptor while send runs.
+    let frag = unsafe { Frag::<Shared>::peek_ref(des) };
     let len = (frag.segments[0].seg_len as usize).min(frag.extra.len());
-    f(&frag.extra[..len])
+    if des.btl_owned() {
+        (frag.extra.clone(), len)
+    } else {
+        (Arc::new(frag.extra[..len].to_vec()), len)
+    }
 }
 
 /// Frees one of our descriptors.
 pub fn free(des: Descriptor) {
     // SAFETY: a descriptor we made with `new_frag(..).into_descriptor()`, given back
     // once by ob1 (free) or owned by us (BTL ownership after completion).
-    let mut frag = unsafe { Frag::<Vec<u8>>::from_descriptor(des) };
+    let mut frag = unsafe { Frag::<Shared>::from_descriptor(des) };
     recycle(std::mem::take(&mut frag.extra));
 }
 

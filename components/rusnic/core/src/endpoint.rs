@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::config::{Config, ConfigError};
 use crate::connection::{Connection, ConnectionParams};
-use crate::event::{Event, SendError, Transmit};
+use crate::event::{Event, SendError, Shared, Transmit};
 use crate::stats::Stats;
 use crate::time::{Instant, min_deadline};
 use crate::wire::{self, Channel};
@@ -83,6 +83,21 @@ impl Endpoint {
             .get_mut(&peer_id)
             .ok_or(SendError::UnknownPeer)?
             .send(id, tag, data)
+    }
+
+    /// [`Connection::send_shared`] to `peer_id`.
+    pub fn send_shared(
+        &mut self,
+        peer_id: u64,
+        id: u64,
+        tag: u8,
+        data: Shared,
+        len: usize,
+    ) -> Result<(), SendError> {
+        self.peers
+            .get_mut(&peer_id)
+            .ok_or(SendError::UnknownPeer)?
+            .send_shared(id, tag, data, len)
     }
 
     pub fn put(

@@ -1,12 +1,82 @@
 //! What the core hands to the glue: datagrams to transmit and events for the upper layer.
 
+use std::sync::Arc;
+
 use crate::wire::Channel;
 
-/// A datagram to put on the wire to this connection's peer.
+/// A fragment's bytes shared between the glue and the core: a glue that already holds
+/// the fragment in a buffer of its own hands it over without a copy, and every datagram
+/// cut from it refers to it ([`Body`]) until the peer acknowledged it.
+pub type Shared = Arc<Vec<u8>>;
+
+/// A datagram to put on the wire to this connection's peer: `head`, then `body`.
+/// The two parts are meant for a gather send (an iovec each), so a segment's payload is
+/// never copied into the datagram; [`Transmit::to_vec`] joins them where that is needed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transmit {
     pub channel: Channel,
-    pub bytes: Vec<u8>,
+    /// Header and extensions (the whole datagram when `body` is empty).
+    pub head: Vec<u8>,
+    /// Payload bytes following `head`, a range of the fragment's shared buffer.
+    pub body: Body,
+}
+
+impl Transmit {
+    /// A datagram that is all header (ACKs, probes).
+    #[must_use]
+    pub fn whole(channel: Channel, bytes: Vec<u8>) -> Transmit {
+        Transmit {
+            channel,
+            head: bytes,
+            body: Body::default(),
+        }
+    }
+
+    /// Bytes on the wire.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.head.len() + self.body.as_slice().len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The datagram as one contiguous buffer (a copy of the body).
+    #[must_use]
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len());
+        v.extend_from_slice(&self.head);
+        v.extend_from_slice(self.body.as_slice());
+        v
+    }
+}
+
+/// A byte range of a [`Shared`] fragment buffer (empty by default).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Body {
+    data: Option<Shared>,
+    start: usize,
+    end: usize,
+}
+
+impl Body {
+    /// `data[start..end]`; the range is clamped to the buffer, so it can never panic.
+    #[must_use]
+    pub fn new(data: Shared, start: usize, end: usize) -> Body {
+        let end = end.min(data.len());
+        Body {
+            start: start.min(end),
+            end,
+            data: Some(data),
+        }
+    }
+
+    #[must_use]
+    pub fn as_slice(&self) -> &[u8] {
+        self.data.as_ref().map_or(&[], |d| &d[self.start..self.end])
+    }
 }
 
 /// Something for the upper layer, in the order it happened.

@@ -50,9 +50,21 @@ impl Reassembly {
     }
 
     /// Keeps a delivered fragment's buffer for a later fragment (at most one per slot).
+    /// When all are taken, a larger buffer replaces the smallest one: single-datagram
+    /// fragments are handed back too, and must not crowd out the large buffers that
+    /// reassembly needs (each fresh one is a zeroed allocation).
     pub fn recycle(&mut self, buf: Vec<u8>) {
-        if buf.capacity() >= RECYCLE_MIN && self.spare.len() < self.slots.len() {
+        if buf.capacity() < RECYCLE_MIN {
+            return;
+        }
+        if self.spare.len() < self.slots.len() {
             self.spare.push(buf);
+            return;
+        }
+        if let Some(smallest) = self.spare.iter_mut().min_by_key(|b| b.capacity())
+            && smallest.capacity() < buf.capacity()
+        {
+            *smallest = buf;
         }
     }
 
@@ -226,5 +238,17 @@ mod tests {
         );
         assert_eq!(got, small);
         assert!(r.spare.is_empty());
+    }
+
+    #[test]
+    fn large_spare_buffers_are_not_crowded_out_by_small_ones() {
+        let mut r = Reassembly::new(2);
+        r.recycle(vec![0; RECYCLE_MIN]);
+        r.recycle(vec![0; RECYCLE_MIN + 1]);
+        r.recycle(vec![0; 4 * RECYCLE_MIN]);
+        r.recycle(vec![0; RECYCLE_MIN]);
+        let mut caps: Vec<usize> = r.spare.iter().map(Vec::capacity).collect();
+        caps.sort_unstable();
+        assert_eq!(caps, vec![RECYCLE_MIN + 1, 4 * RECYCLE_MIN]);
     }
 }

@@ -235,9 +235,10 @@ impl<'a> Packet<'a> {
         header_len(self.kind, self.sacks.len(), self.put_addr.is_some()) + self.payload.len()
     }
 
-    /// Appends the encoding to `out`. The caller guarantees the packet is well formed
-    /// (as every packet the core builds is); [`decode`] of the result returns it again.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    /// Appends everything but the payload to `out`, the checksum covering the payload
+    /// too: the datagram is that header followed by `payload` (sent by gather, so the
+    /// payload is never copied). [`Packet::encode`] is the contiguous form.
+    pub fn encode_header(&self, out: &mut Vec<u8>) {
         let start = out.len();
         let mut fl = 0u8;
         if self.ack.is_some() {
@@ -285,9 +286,19 @@ impl<'a> Packet<'a> {
             out.extend_from_slice(&p.nonce.to_le_bytes());
             out.extend_from_slice(&p.size.to_le_bytes());
         }
-        out.extend_from_slice(self.payload);
-        let crc = checksum(&out[start..]);
+        let mut c = Crc32c::new();
+        c.update(&out[start..start + CRC_OFFSET]);
+        c.update(&out[start + CRC_OFFSET + 4..]);
+        c.update(self.payload);
+        let crc = c.finish();
         out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Appends the encoding to `out`. The caller guarantees the packet is well formed
+    /// (as every packet the core builds is); [`decode`] of the result returns it again.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_header(out);
+        out.extend_from_slice(self.payload);
     }
 
     /// Convenience: encode into a fresh buffer.

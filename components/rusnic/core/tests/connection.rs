@@ -66,13 +66,13 @@ fn events(c: &mut Connection) -> Vec<Event> {
 
 fn deliver(to: &mut Connection, ts: &[Transmit], now: u64) {
     for t in ts {
-        to.handle_datagram(Instant(now), t.channel, &t.bytes);
+        to.handle_datagram(Instant(now), t.channel, &t.to_vec());
     }
 }
 
 fn kinds(ts: &[Transmit]) -> Vec<Kind> {
     ts.iter()
-        .map(|t| wire::decode(&t.bytes).unwrap().kind)
+        .map(|t| wire::decode(&t.to_vec()).unwrap().kind)
         .collect()
 }
 
@@ -90,7 +90,7 @@ fn tiny_goes_priority_large_is_chunked_on_data() {
     assert!(
         ts[1..]
             .iter()
-            .all(|t| t.channel == Channel::Data && t.bytes.len() <= 1000)
+            .all(|t| t.channel == Channel::Data && t.len() <= 1000)
     );
     deliver(&mut b, &ts, 10 * US);
     assert_eq!(
@@ -141,16 +141,17 @@ fn one_loss_is_fast_retransmitted_alone() {
     let lost = ts[2].clone();
     for (i, t) in ts.iter().enumerate() {
         if i != 2 {
-            b.handle_datagram(Instant(10 * US), t.channel, &t.bytes);
+            b.handle_datagram(Instant(10 * US), t.channel, &t.to_vec());
             let acks = drain(&mut b, 10 * US);
             deliver(&mut a, &acks, 20 * US);
         }
     }
     let resent = drain(&mut a, 20 * US);
     assert_eq!(resent.len(), 1, "only the hole is resent");
+    let (resent_bytes, lost_bytes) = (resent[0].to_vec(), lost.to_vec());
     let (p, q) = (
-        wire::decode(&resent[0].bytes).unwrap(),
-        wire::decode(&lost.bytes).unwrap(),
+        wire::decode(&resent_bytes).unwrap(),
+        wire::decode(&lost_bytes).unwrap(),
     );
     assert_eq!((p.seq, p.payload), (q.seq, q.payload));
     assert_eq!(a.stats().num_fast_retrans, 1);
@@ -228,7 +229,7 @@ fn delayed_ack_is_bounded_by_time_and_piggybacks() {
     b.send(9, 2, b"reply").unwrap();
     let back = drain(&mut b, 20 * US);
     assert_eq!(kinds(&back), vec![Kind::Frag]);
-    assert!(wire::decode(&back[0].bytes).unwrap().ack.is_some());
+    assert!(wire::decode(&back[0].to_vec()).unwrap().ack.is_some());
     deliver(&mut a, &back, 30 * US);
     assert_eq!(a.in_flight(), 0);
     assert!(
@@ -339,13 +340,13 @@ fn bad_datagrams_are_counted_and_dropped() {
     a.send(1, 1, b"hello").unwrap();
     let t = drain(&mut a, 0).remove(0);
     // Wrong channel for this header.
-    b.handle_datagram(Instant(1), Channel::Data, &t.bytes);
+    b.handle_datagram(Instant(1), Channel::Data, &t.to_vec());
     // Corrupted.
-    let mut bad = t.bytes.clone();
+    let mut bad = t.to_vec();
     bad[30] ^= 1;
     b.handle_datagram(Instant(1), t.channel, &bad);
     // Truncated.
-    b.handle_datagram(Instant(1), t.channel, &t.bytes[..20]);
+    b.handle_datagram(Instant(1), t.channel, &t.to_vec()[..20]);
     // Someone else's.
     let mut other = Connection::new(
         cfg(),
@@ -360,7 +361,7 @@ fn bad_datagrams_are_counted_and_dropped() {
     .unwrap();
     other.send(1, 1, b"hi").unwrap();
     let o = drain(&mut other, 0).remove(0);
-    b.handle_datagram(Instant(1), o.channel, &o.bytes);
+    b.handle_datagram(Instant(1), o.channel, &o.to_vec());
     let s = b.stats();
     assert_eq!(
         (
@@ -372,7 +373,7 @@ fn bad_datagrams_are_counted_and_dropped() {
         (1, 1, 1, 1)
     );
     assert!(events(&mut b).is_empty());
-    b.handle_datagram(Instant(1), t.channel, &t.bytes);
+    b.handle_datagram(Instant(1), t.channel, &t.to_vec());
     assert_eq!(events(&mut b).len(), 1);
 }
 
@@ -387,9 +388,9 @@ fn endpoint_demultiplexes_and_rejects_spoofed_senders() {
     assert_eq!(ea.send(0x99, 5, 9, b"x"), Err(SendError::UnknownPeer));
     let (peer, t) = ea.poll_transmit(Instant(0)).unwrap();
     assert_eq!(peer, B);
-    eb.handle_datagram(Instant(1), t.channel, Some(0xC), &t.bytes); // fabric says: from C
+    eb.handle_datagram(Instant(1), t.channel, Some(0xC), &t.to_vec()); // fabric says: from C
     assert_eq!(eb.stats().num_unk_recvs, 1);
-    eb.handle_datagram(Instant(1), t.channel, Some(A), &t.bytes);
+    eb.handle_datagram(Instant(1), t.channel, Some(A), &t.to_vec());
     assert_eq!(
         eb.poll_event(),
         Some((
@@ -401,7 +402,7 @@ fn endpoint_demultiplexes_and_rejects_spoofed_senders() {
         ))
     );
     let mut ec = Endpoint::new(c, 0xC).unwrap();
-    ec.handle_datagram(Instant(1), t.channel, None, &t.bytes); // no connection to A
+    ec.handle_datagram(Instant(1), t.channel, None, &t.to_vec()); // no connection to A
     assert_eq!(ec.stats().num_unk_recvs, 1);
 }
 
@@ -446,7 +447,7 @@ fn connectivity_check_pings_at_mtu_and_verifies() {
     let ts = drain(&mut a, 0);
     let sizes: Vec<(Kind, usize)> = ts
         .iter()
-        .map(|t| (wire::decode(&t.bytes).unwrap().kind, t.bytes.len()))
+        .map(|t| (wire::decode(&t.to_vec()).unwrap().kind, t.len()))
         .collect();
     assert_eq!(
         sizes,
@@ -490,7 +491,8 @@ fn full_32768_segment_window_is_acknowledged_across_the_wrap() {
     assert_eq!(events(&mut b).len(), 32768);
     b.repost_rx_buffers(32768);
     let acks = drain(&mut b, 10 * US);
-    let p = wire::decode(&acks[0].bytes).unwrap();
+    let ack_bytes = acks[0].to_vec();
+    let p = wire::decode(&ack_bytes).unwrap();
     assert_eq!(p.ack.unwrap().ack, 65530u16.wrapping_add(32768));
     deliver(&mut a, &acks, 20 * US);
     assert_eq!(
@@ -500,4 +502,52 @@ fn full_32768_segment_window_is_acknowledged_across_the_wrap() {
     );
     assert_eq!(events(&mut a).len(), 32768);
     assert_eq!(drain(&mut a, 20 * US).len(), 40_000 - 32768);
+}
+
+#[test]
+fn shared_sends_gather_the_callers_buffer_without_copying_it() {
+    let (mut a, mut b) = pair_with(cfg());
+    // 2500 of 3000 bytes: three chunks of one fragment, the tail of the buffer unsent.
+    let buf: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    let shared = std::sync::Arc::new(buf.clone());
+    a.send_shared(1, 9, shared.clone(), 2500).unwrap();
+    let ts = drain(&mut a, 0);
+    assert_eq!(kinds(&ts), vec![Kind::Chunk; 3]);
+    for t in &ts {
+        let body = t.body.as_slice();
+        assert!(!body.is_empty());
+        let off = body.as_ptr() as usize - shared.as_ptr() as usize;
+        assert!(
+            off + body.len() <= 2500,
+            "payload is a range of the caller's buffer"
+        );
+        assert!(t.head.len() < 100, "the header alone is encoded");
+    }
+    deliver(&mut b, &ts, 10 * US);
+    assert_eq!(
+        events(&mut b),
+        vec![Event::Deliver {
+            tag: 9,
+            data: buf[..2500].to_vec()
+        }]
+    );
+    // The core keeps the buffer until acknowledged, then lets go of it.
+    assert!(std::sync::Arc::strong_count(&shared) > 1);
+    let acks = drain(&mut b, 10 * US);
+    deliver(&mut a, &acks, 20 * US);
+    drop(ts);
+    assert_eq!(events(&mut a), vec![Event::SendComplete { id: 1 }]);
+    assert_eq!(std::sync::Arc::strong_count(&shared), 1);
+    // A length past the buffer is cut to it.
+    a.send_shared(2, 9, std::sync::Arc::new(vec![5; 10]), 99)
+        .unwrap();
+    let ts = drain(&mut a, 30 * US);
+    deliver(&mut b, &ts, 40 * US);
+    assert_eq!(
+        events(&mut b),
+        vec![Event::Deliver {
+            tag: 9,
+            data: vec![5; 10]
+        }]
+    );
 }

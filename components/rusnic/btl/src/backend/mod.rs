@@ -17,11 +17,14 @@ pub trait Backend: Send {
     fn ports(&self) -> [u16; 2];
     /// Largest datagram the data channel carries.
     fn max_datagram(&self) -> usize;
-    /// Sends `(destination, bytes)` pairs on `channel`; returns how many were taken.
+    /// Sends datagrams on `channel`, each given as a destination and the two parts
+    /// (header, payload) that follow each other on the wire; returns how many were taken.
     /// The rest hit a full queue and must be offered again later.
-    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, &[u8])]) -> usize;
+    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize;
     /// Receives what arrived on `channel` (a bounded batch), calling `f` per datagram.
     fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize;
+    /// Most datagrams one `recv` returns: fewer means the queue was empty at that moment.
+    fn recv_batch(&self) -> usize;
 }
 
 /// Channel index in `[priority, data]` arrays.

@@ -82,8 +82,12 @@ impl Backend for UdpBackend {
         self.mtu
     }
 
-    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, &[u8])]) -> usize {
+    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
         raw::send_batch(self.sockets[index(channel)].as_raw_fd(), batch)
+    }
+
+    fn recv_batch(&self) -> usize {
+        self.slots[0].count()
     }
 
     fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize {

@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     for ch in Channel::ALL {
         c.handle_datagram(Instant(1), ch, data);
         while let Some(t) = c.poll_transmit(Instant(1)) {
-            assert!(wire::decode(&t.bytes).is_ok());
+            assert!(wire::decode(&t.to_vec()).is_ok());
         }
         while c.poll_event().is_some() {}
         c.handle_timeout(Instant(u64::MAX / 2));

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use crate::config::{Config, ConfigError};
 use crate::connectivity::Connectivity;
-use crate::event::{ConnError, Event, SendError};
+use crate::event::{ConnError, Event, SendError, Shared};
 use crate::fault::Rng;
 use crate::flow::{Backoff, Persist};
 use crate::reassembly::Reassembly;
@@ -68,7 +68,9 @@ pub struct ConnectionParams {
 struct OutFrag {
     id: u64,
     tag: u8,
-    data: Arc<[u8]>,
+    /// The fragment is `data[..len]`.
+    data: Shared,
+    len: usize,
     put_addr: Option<u64>,
     /// Next byte to segment.
     offset: usize,
@@ -179,28 +181,50 @@ impl Connection {
     /// Queues a fragment for the active-message `tag` at the peer. `id` comes back in
     /// `SendComplete` once the peer acknowledged every byte.
     pub fn send(&mut self, id: u64, tag: u8, data: &[u8]) -> Result<(), SendError> {
-        self.enqueue(id, tag, data, None)
+        self.enqueue(id, tag, Arc::new(data.to_vec()), data.len(), None)
+    }
+
+    /// [`Connection::send`] of `data[..len]` from a buffer the caller shares instead of
+    /// one the core copies: the datagrams refer to it until the peer acknowledged them.
+    /// The caller cannot change its bytes meanwhile (the `Arc` is shared). A `len` past
+    /// the buffer is cut to it.
+    pub fn send_shared(
+        &mut self,
+        id: u64,
+        tag: u8,
+        data: Shared,
+        len: usize,
+    ) -> Result<(), SendError> {
+        let len = len.min(data.len());
+        self.enqueue(id, tag, data, len, None)
     }
 
     /// Queues an emulated PUT of `data` to `remote_addr` in the peer's memory.
     /// `SendComplete { id }` follows once the last byte is acknowledged.
     pub fn put(&mut self, id: u64, remote_addr: u64, data: &[u8]) -> Result<(), SendError> {
-        self.enqueue(id, 0, data, Some(remote_addr))
+        self.enqueue(
+            id,
+            0,
+            Arc::new(data.to_vec()),
+            data.len(),
+            Some(remote_addr),
+        )
     }
 
     fn enqueue(
         &mut self,
         id: u64,
         tag: u8,
-        data: &[u8],
+        data: Shared,
+        len: usize,
         put_addr: Option<u64>,
     ) -> Result<(), SendError> {
         if self.failed {
             return Err(SendError::Failed);
         }
-        if data.len() > self.cfg.max_fragment_size as usize {
+        if len > self.cfg.max_fragment_size as usize {
             return Err(SendError::TooLarge {
-                len: data.len(),
+                len,
                 max: self.cfg.max_fragment_size,
             });
         }
@@ -208,8 +232,8 @@ impl Connection {
             return Err(SendError::Busy);
         }
         let put_ext = if put_addr.is_some() { PUT_EXT_LEN } else { 0 };
-        let tiny = put_addr.is_none() && data.len() <= usize::from(self.cfg.tiny_size);
-        let fits_one = HEADER_LEN + put_ext + data.len() <= usize::from(self.cfg.mtu_data);
+        let tiny = put_addr.is_none() && len <= usize::from(self.cfg.tiny_size);
+        let fits_one = HEADER_LEN + put_ext + len <= usize::from(self.cfg.mtu_data);
         let frag_id = if tiny || fits_one {
             0
         } else {
@@ -220,7 +244,8 @@ impl Connection {
         self.queue.push_back(OutFrag {
             id,
             tag,
-            data: Arc::from(data),
+            data,
+            len,
             put_addr,
             offset: 0,
             frag_id,

@@ -2,11 +2,13 @@
 
 use super::{AckDue, Connection};
 use crate::connectivity::ProbeOut;
-use crate::event::Transmit;
+use crate::event::{Body, Transmit};
 use crate::seq::wire;
 use crate::time::Instant;
 use crate::window::send::SentSeg;
-use crate::wire::{AckInfo, Channel, ChunkInfo, Kind, Packet, Probe, SMALL_PROBE_LEN};
+use crate::wire::{
+    AckInfo, Channel, ChunkInfo, Kind, MAX_DATA_HEADER_LEN, Packet, Probe, SMALL_PROBE_LEN,
+};
 
 impl Connection {
     /// Next datagram to send, or `None` when nothing is due. Priority: connectivity
@@ -82,10 +84,7 @@ impl Connection {
         let bytes = p.to_vec();
         self.ack_sent(true);
         self.stats.num_ack_sends += 1;
-        Transmit {
-            channel: Channel::Priority,
-            bytes,
-        }
+        Transmit::whole(Channel::Priority, bytes)
     }
 
     fn transmit_probe(&mut self, now: Instant) -> Option<Transmit> {
@@ -109,10 +108,7 @@ impl Connection {
         p.probe = Some(Probe { nonce, size });
         p.payload = &pad;
         self.stats.num_total_sends += 1;
-        Some(Transmit {
-            channel,
-            bytes: p.to_vec(),
-        })
+        Some(Transmit::whole(channel, p.to_vec()))
     }
 
     /// Cuts the next segment from the queue if window and grant allow.
@@ -123,7 +119,7 @@ impl Connection {
         let put = self.queue.front()?.put_addr.is_some();
         let cap = self.chunk_payload(put);
         let f = self.queue.front_mut()?;
-        let total = f.data.len();
+        let total = f.len;
         let (start, len, chunk, channel) = if f.frag_id == 0 {
             (0, total, None, f.channel)
         } else {
@@ -190,14 +186,21 @@ impl Connection {
         p.rnr = rnr;
         p.chunk = seg.chunk;
         p.put_addr = seg.put_addr;
-        p.payload = &seg.data[seg.start..seg.start + seg.len];
-        let bytes = p.to_vec();
+        let (start, end) = (seg.start, seg.start + seg.len);
+        p.payload = &seg.data[start..end];
+        let mut head = Vec::with_capacity(MAX_DATA_HEADER_LEN);
+        p.encode_header(&mut head);
+        let body = Body::new(seg.data.clone(), start, end);
         self.ack_sent(false);
         if resend {
             self.stats.num_resends += 1;
         }
         let due = now.plus(self.rtt.rto());
         self.rto_deadline = Some(self.rto_deadline.map_or(due, |d| d.min(due)));
-        Some(Transmit { channel, bytes })
+        Some(Transmit {
+            channel,
+            head,
+            body,
+        })
     }
 }

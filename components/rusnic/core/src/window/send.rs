@@ -1,19 +1,18 @@
 //! Sender window: every segment from the oldest unacknowledged (`una`) to the next
 //! unassigned (`nxt`) sequence number, kept until cumulatively acknowledged.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
-
+use crate::event::Shared;
 use crate::ring::Ring;
 use crate::rto::RttEstimator;
 use crate::time::Instant;
 use crate::wire::{Channel, ChunkInfo};
+use std::collections::VecDeque;
 
 /// One segment awaiting acknowledgement, with what is needed to send it again.
 #[derive(Debug)]
 pub(crate) struct SentSeg {
     /// The whole fragment the payload is a slice of (shared by its chunks).
-    pub data: Arc<[u8]>,
+    pub data: Shared,
     /// Payload range within `data`.
     pub start: usize,
     pub len: usize,

@@ -205,3 +205,23 @@ fn header_lengths() {
     assert_eq!(header_len(Kind::Frag, 0, true), 36);
     assert_eq!(header_len(Kind::Ping, 0, false), SMALL_PROBE_LEN);
 }
+
+#[test]
+fn header_then_payload_is_the_contiguous_encoding() {
+    let payload: Vec<u8> = (0..300u32).map(|i| (i * 13) as u8).collect();
+    let mut chunk = Packet::new(Kind::Chunk, Channel::Data, 7);
+    chunk.seq = 3;
+    chunk.ack = Some(AckInfo { ack: 4, credits: 5 });
+    chunk.chunk = Some(ChunkInfo {
+        frag_id: 9,
+        frag_size: 1000,
+        offset: 100,
+    });
+    chunk.payload = &payload;
+    let mut gathered = Vec::new();
+    chunk.encode_header(&mut gathered);
+    assert_eq!(gathered.len(), header_len(Kind::Chunk, 0, false));
+    gathered.extend_from_slice(&payload);
+    assert_eq!(gathered, chunk.to_vec());
+    assert_eq!(decode(&gathered), Ok(chunk));
+}

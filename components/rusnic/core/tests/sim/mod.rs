@@ -446,7 +446,7 @@ impl Sim {
                 self.feed(i)?;
                 while let Some((peer, t)) = self.nodes[i].ep.poll_transmit(now) {
                     let to = self.index_of(peer);
-                    self.transmit(i, to, t.channel, t.bytes);
+                    self.transmit(i, to, t.channel, t.to_vec());
                     busy = true;
                 }
                 while let Some((peer, ev)) = self.nodes[i].ep.poll_event() {
