@@ -57,6 +57,53 @@ conformance_suite!(
     skip: ["datatypes", "collectives", "checker_selftest", "trunc_large"]
 );
 
+/// rofi on sockets with a scalable endpoint of `ctxts` contexts.
+fn rofi_sep(ctxts: u32, grouping: bool) -> McaConfig {
+    rofi_on("sockets")
+        .with("mtl_rofi_enable_sep", "1")
+        .with("mtl_rofi_num_ctxts", &ctxts.to_string())
+        .with("mtl_rofi_thread_grouping", if grouping { "1" } else { "0" })
+        .named(&format!(
+            "rofi-sockets-sep{ctxts}{}",
+            if grouping { "-grouping" } else { "" }
+        ))
+}
+
+// Scalable endpoint, thread grouping, 4 contexts: the point-to-point programs and
+// threads (phase B: one MPI_Comm_dup per thread, so each thread has its own context),
+// 2 ranks and 4 (4 x 4 = all 16 contexts sockets has).
+conformance_suite!(
+    rofi_sockets_sep4_grouping,
+    rofi_sep(4, true),
+    ranks: [2, 4],
+    skip: ["datatypes", "collectives", "checker_selftest", "trunc_large"]
+);
+
+// 3 contexts: communicator ids fall unevenly on them (cid modulo 3), and collectives
+// run on their own communicators' contexts.
+conformance_suite!(
+    rofi_sockets_sep3_grouping,
+    rofi_sep(3, true),
+    ranks: [2],
+    skip: ["p2p_sizes", "p2p_matching", "datatypes", "checker_selftest", "trunc_large"]
+);
+
+// A scalable endpoint without thread grouping: every communicator on context 0.
+conformance_suite!(
+    rofi_sockets_sep_single,
+    rofi_sep(2, false),
+    ranks: [2],
+    skip: [
+        "p2p_sizes",
+        "p2p_matching",
+        "p2p_cancel_trunc",
+        "datatypes",
+        "collectives",
+        "checker_selftest",
+        "trunc_large"
+    ]
+);
+
 // Ranks in two network namespaces joined by veth: nothing is shared-memory local.
 conformance_suite!(
     rofi_tcp_two_hosts,
@@ -150,6 +197,106 @@ fn a_forced_layout_is_the_one_used() {
     );
 }
 
+/// With thread grouping, each process opens the contexts asked for and says so.
+#[test]
+fn thread_grouping_opens_the_contexts_asked_for() {
+    let out = Job::new(
+        &rofi_sep(4, true).with("mtl_rofi_verbose", "1"),
+        2,
+        program("threads"),
+    )
+    .timeout(Duration::from_secs(300))
+    .run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        log.matches("mtl:rofi: using sockets").count(),
+        2,
+        "{}",
+        out.report()
+    );
+    assert_eq!(
+        log.matches("scalable endpoint with 4 context(s), thread grouping")
+            .count(),
+        2,
+        "{}",
+        out.report()
+    );
+}
+
+/// More contexts than this process's share of the provider's (16 on sockets, 2
+/// processes: 8 each): a warning, then each process runs with its share.
+#[test]
+fn contexts_beyond_the_share_are_reduced_with_a_warning() {
+    let out = Job::new(
+        &rofi_sep(12, true).with("mtl_rofi_verbose", "1"),
+        2,
+        program("ssend_mrecv"),
+    )
+    .timeout(Duration::from_secs(120))
+    .run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.contains("asked for 12 scalable-endpoint contexts")
+            && log.matches("scalable endpoint with 8 context(s)").count() == 2,
+        "{}",
+        out.report()
+    );
+}
+
+/// More contexts than one endpoint of any provider has: refused with the reason,
+/// no provider chosen, the job fails cleanly.
+#[test]
+fn more_contexts_than_the_provider_has_are_refused() {
+    let out = Job::new(&rofi_sep(17, true), 2, program("checker_selftest"))
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.contains("mtl_rofi_num_ctxts=17 exceeds the provider's 16 contexts"),
+        "{}",
+        out.report()
+    );
+}
+
+/// Scalable endpoints on a provider without them (tcp;ofi_rxm: one context per
+/// endpoint): refused with the reason.
+#[test]
+fn scalable_endpoints_on_tcp_are_refused() {
+    let config = rofi_on("tcp;ofi_rxm")
+        .with("mtl_rofi_enable_sep", "1")
+        .with("mtl_rofi_num_ctxts", "2");
+    let out = Job::new(&config, 2, program("checker_selftest"))
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.contains("tcp;ofi_rxm")
+            && log.contains("scalable endpoints unavailable: the provider offers 1 context"),
+        "{}",
+        out.report()
+    );
+}
+
+/// Thread grouping without a scalable endpoint: refused at registration.
+#[test]
+fn thread_grouping_without_sep_is_refused() {
+    let config = rofi_on("sockets").with("mtl_rofi_thread_grouping", "1");
+    let out = Job::new(&config, 2, program("checker_selftest"))
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.contains("mtl_rofi_thread_grouping requires mtl_rofi_enable_sep=1"),
+        "{}",
+        out.report()
+    );
+}
+
 /// `ompi_info --param mtl rofi --level 9` documents every parameter.
 #[test]
 fn ompi_info_documents_every_parameter() {
@@ -165,6 +312,9 @@ fn ompi_info_documents_every_parameter() {
         "mtl_rofi_rxm_dyn_rbuf",
         "mtl_rofi_rxm_min_recv",
         "mtl_rofi_isend_inject",
+        "mtl_rofi_enable_sep",
+        "mtl_rofi_thread_grouping",
+        "mtl_rofi_num_ctxts",
         // MPI_T performance variables
         "mtl_rofi_sends",
         "mtl_rofi_injects",

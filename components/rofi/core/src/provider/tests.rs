@@ -237,6 +237,7 @@ fn sep_requests_pick_a_provider_with_contexts() {
     let r = Requirements {
         sep: Some(SepRequest {
             num_ctxts: 4,
+            grouping: true,
             local_ranks: 2,
         }),
         ..req()
