@@ -197,7 +197,8 @@ fn a_forced_layout_is_the_one_used() {
     );
 }
 
-/// With thread grouping, each process opens the contexts asked for and says so.
+/// With thread grouping, each process opens the contexts asked for and the threads'
+/// traffic reaches every one of them (phase B: four MPI_Comm_dup, consecutive ids).
 #[test]
 fn thread_grouping_opens_the_contexts_asked_for() {
     let out = Job::new(
@@ -222,6 +223,19 @@ fn thread_grouping_opens_the_contexts_asked_for() {
         "{}",
         out.report()
     );
+    let per_ctx: Vec<Vec<u64>> = log
+        .lines()
+        .filter_map(|l| l.split("completions per context: ").nth(1))
+        .map(|v| v.trim().split('/').map(|n| n.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(per_ctx.len(), 2, "{}", out.report());
+    for counts in per_ctx {
+        assert!(
+            counts.len() == 4 && counts.iter().all(|&n| n > 0),
+            "a context carried nothing: {counts:?}\n{}",
+            out.report()
+        );
+    }
 }
 
 /// More contexts than this process's share of the provider's (16 on sockets, 2

@@ -38,6 +38,9 @@ pub struct Engine {
     /// One CQ read buffer per context; holding it is that context's progress lock,
     /// under which the request state of its completions is touched.
     pub cqs: Vec<Mutex<Owned<Vec<Entry>>>>,
+    /// Completions read per context, for the verbose summary at finalize (shows
+    /// whether thread grouping spread the traffic).
+    pub per_ctx: Vec<AtomicUsize>,
     /// Claimed messages by `ompi_message_t` address.
     pub claimed: Mutex<HashMap<usize, Owned<Claimed>>>,
     /// Processes whose address is in the AV (for the source-rank limit).
@@ -78,6 +81,7 @@ impl Engine {
             limits: s.limits,
             provider: s.provider,
             stream: s.stream,
+            per_ctx: (0..n).map(|_| AtomicUsize::new(0)).collect(),
             cqs: (0..n)
                 .map(|_| Mutex::new(Owned(vec![empty_entry(); s.event_cnt.max(1)])))
                 .collect(),

@@ -283,6 +283,19 @@ impl MtlModule for RofiModule {
                 .collect::<Vec<_>>()
                 .join(" ");
             verbose!(e.stream, 1, "mtl:rofi: finalize: {summary}");
+            if e.per_ctx.len() > 1 {
+                let per: Vec<String> = e
+                    .per_ctx
+                    .iter()
+                    .map(|n| n.load(std::sync::atomic::Ordering::Relaxed).to_string())
+                    .collect();
+                verbose!(
+                    e.stream,
+                    1,
+                    "mtl:rofi: completions per context: {}",
+                    per.join("/")
+                );
+            }
         }
         e.fabric.close();
         Ok(())

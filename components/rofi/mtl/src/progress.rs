@@ -103,6 +103,9 @@ impl Engine {
             }
         }
         drop(buf);
+        if handled > 0 {
+            self.per_ctx[c as usize].fetch_add(handled, std::sync::atomic::Ordering::Relaxed);
+        }
         for d in later {
             match d {
                 Deferred::Ack(ack, comm) => self.send_ack(ack, comm),
