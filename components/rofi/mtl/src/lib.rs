@@ -96,6 +96,7 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
         thread_multiple,
         single_node: single_node(),
         sep,
+        libfabric: Some(raw::fabric::runtime_version()),
     };
     if !p.rxm_dyn_rbuf.enabled() {
         raw::env::disable_rxm_dyn_rbuf();

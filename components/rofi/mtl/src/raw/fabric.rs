@@ -48,6 +48,13 @@ fn text(p: *const c_char) -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
+/// The running libfabric's `(major, minor)` (not the headers').
+pub fn runtime_version() -> (u32, u32) {
+    // SAFETY: fi_version takes nothing and returns a number.
+    let v = unsafe { fi::fi_version() };
+    (v >> 16, v & 0xffff)
+}
+
 /// libfabric's message for an error number (positive or negative).
 pub fn strerror(code: isize) -> String {
     // SAFETY: fi_strerror returns a static NUL-terminated string for any number.
