@@ -104,6 +104,25 @@ conformance_suite!(
     ]
 );
 
+// udp;ofi_rxd (slow: few programs). Its truncation is silent (the provider clamps the
+// receive length and reports success), so p2p_cancel_trunc cannot pass there; threads
+// hang in the provider; p2p_probe segfaults inside libfabric 1.17's rxd (the stock
+// OFI MTL: p2p_probe segfaults, ssend_mrecv and threads hang).
+conformance_suite!(
+    rofi_rxd,
+    rofi_on("udp;ofi_rxd"),
+    ranks: [2],
+    skip: [
+        "p2p_probe",
+        "p2p_cancel_trunc",
+        "datatypes",
+        "collectives",
+        "threads",
+        "checker_selftest",
+        "trunc_large"
+    ]
+);
+
 // Ranks in two network namespaces joined by veth: nothing is shared-memory local.
 conformance_suite!(
     rofi_tcp_two_hosts,
