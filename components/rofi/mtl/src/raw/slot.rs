@@ -30,10 +30,10 @@ pub fn with_state<T>(raw: usize, f: impl FnOnce(&mut RequestState) -> T) -> T {
 
 /// Reports the request complete to the PML (its state is dropped first).
 pub fn complete(raw: usize, status: Status) {
-    with_state(raw, |st| {
-        st.finishing
-            .store(true, std::sync::atomic::Ordering::Release);
-    });
+    let state = slot(raw).state_ptr();
+    // SAFETY: module invariant (the state is alive until the `complete` below); only a
+    // shared reference to the atomic, which MPI_Cancel may be reading concurrently.
+    unsafe { &(*state).0.finishing }.store(true, std::sync::atomic::Ordering::Release);
     // SAFETY: module invariant: called once per request, after its last operation.
     unsafe { slot(raw).complete(status) };
 }
