@@ -216,6 +216,19 @@ fn a_forced_layout_is_the_one_used() {
     );
 }
 
+/// MPI_Cancel of receives racing their completion in another thread (which delivers
+/// it): every message arrives once, intact, cancelled or not. On tcp;ofi_rxm and on
+/// sockets with thread grouping.
+#[test]
+fn cancel_racing_completion_under_thread_multiple() {
+    for config in [rofi(), rofi_sep(4, true)] {
+        let out = Job::new(&config, 2, program("cancel_race"))
+            .timeout(Duration::from_secs(180))
+            .run();
+        out.assert_passed();
+    }
+}
+
 /// With thread grouping, each process opens the contexts asked for and the threads'
 /// traffic reaches every one of them (phase B: four MPI_Comm_dup, consecutive ids).
 #[test]
