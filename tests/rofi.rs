@@ -57,6 +57,72 @@ conformance_suite!(
     skip: ["datatypes", "collectives", "checker_selftest", "trunc_large"]
 );
 
+/// rofi on sockets with a scalable endpoint of `ctxts` contexts.
+fn rofi_sep(ctxts: u32, grouping: bool) -> McaConfig {
+    rofi_on("sockets")
+        .with("mtl_rofi_enable_sep", "1")
+        .with("mtl_rofi_num_ctxts", &ctxts.to_string())
+        .with("mtl_rofi_thread_grouping", if grouping { "1" } else { "0" })
+        .named(&format!(
+            "rofi-sockets-sep{ctxts}{}",
+            if grouping { "-grouping" } else { "" }
+        ))
+}
+
+// Scalable endpoint, thread grouping, 4 contexts: the point-to-point programs and
+// threads (phase B: one MPI_Comm_dup per thread, so each thread has its own context),
+// 2 ranks and 4 (4 x 4 = all 16 contexts sockets has).
+conformance_suite!(
+    rofi_sockets_sep4_grouping,
+    rofi_sep(4, true),
+    ranks: [2, 4],
+    skip: ["datatypes", "collectives", "checker_selftest", "trunc_large"]
+);
+
+// 3 contexts: communicator ids fall unevenly on them (cid modulo 3), and collectives
+// run on their own communicators' contexts.
+conformance_suite!(
+    rofi_sockets_sep3_grouping,
+    rofi_sep(3, true),
+    ranks: [2],
+    skip: ["p2p_sizes", "p2p_matching", "datatypes", "checker_selftest", "trunc_large"]
+);
+
+// A scalable endpoint without thread grouping: every communicator on context 0.
+conformance_suite!(
+    rofi_sockets_sep_single,
+    rofi_sep(2, false),
+    ranks: [2],
+    skip: [
+        "p2p_sizes",
+        "p2p_matching",
+        "p2p_cancel_trunc",
+        "datatypes",
+        "collectives",
+        "checker_selftest",
+        "trunc_large"
+    ]
+);
+
+// udp;ofi_rxd (slow: few programs). Its truncation is silent (the provider clamps the
+// receive length and reports success), so p2p_cancel_trunc cannot pass there; threads
+// hang in the provider; p2p_probe segfaults inside libfabric 1.17's rxd (the stock
+// OFI MTL: p2p_probe segfaults, ssend_mrecv and threads hang).
+conformance_suite!(
+    rofi_rxd,
+    rofi_on("udp;ofi_rxd"),
+    ranks: [2],
+    skip: [
+        "p2p_probe",
+        "p2p_cancel_trunc",
+        "datatypes",
+        "collectives",
+        "threads",
+        "checker_selftest",
+        "trunc_large"
+    ]
+);
+
 // Ranks in two network namespaces joined by veth: nothing is shared-memory local.
 conformance_suite!(
     rofi_tcp_two_hosts,
@@ -150,6 +216,172 @@ fn a_forced_layout_is_the_one_used() {
     );
 }
 
+/// MPI_Cancel of receives racing their completion in another thread (which delivers
+/// it): every message arrives once, intact, cancelled or not. On tcp;ofi_rxm and on
+/// sockets with thread grouping.
+#[test]
+fn cancel_racing_completion_under_thread_multiple() {
+    for config in [rofi(), rofi_sep(4, true)] {
+        // sockets with its progress thread and the spinning thread share two cores with
+        // the rest of the suite: give it room (about 25 s on a quiet machine).
+        let out = Job::new(&config, 2, program("cancel_race"))
+            .timeout(Duration::from_secs(300))
+            .run();
+        out.assert_passed();
+    }
+}
+
+/// With thread grouping, each process opens the contexts asked for and the threads'
+/// traffic reaches every one of them (phase B: four MPI_Comm_dup, consecutive ids).
+#[test]
+fn thread_grouping_opens_the_contexts_asked_for() {
+    let out = Job::new(
+        &rofi_sep(4, true).with("mtl_rofi_verbose", "1"),
+        2,
+        program("threads"),
+    )
+    .timeout(Duration::from_secs(300))
+    .run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        log.matches("mtl:rofi: using sockets").count(),
+        2,
+        "{}",
+        out.report()
+    );
+    assert_eq!(
+        log.matches("scalable endpoint with 4 context(s), thread grouping")
+            .count(),
+        2,
+        "{}",
+        out.report()
+    );
+    let per_ctx: Vec<Vec<u64>> = log
+        .lines()
+        .filter_map(|l| l.split("completions per context: ").nth(1))
+        .map(|v| v.trim().split('/').map(|n| n.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(per_ctx.len(), 2, "{}", out.report());
+    for counts in per_ctx {
+        assert!(
+            counts.len() == 4 && counts.iter().all(|&n| n > 0),
+            "a context carried nothing: {counts:?}\n{}",
+            out.report()
+        );
+    }
+}
+
+/// More contexts than this process's share of the provider's (16 on sockets, 2
+/// processes: 8 each): a warning, then each process runs with its share.
+#[test]
+fn contexts_beyond_the_share_are_reduced_with_a_warning() {
+    let out = Job::new(
+        &rofi_sep(12, true).with("mtl_rofi_verbose", "1"),
+        2,
+        program("ssend_mrecv"),
+    )
+    .timeout(Duration::from_secs(120))
+    .run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.contains("asked for 12 scalable-endpoint contexts")
+            && log.matches("scalable endpoint with 8 context(s)").count() == 2,
+        "{}",
+        out.report()
+    );
+}
+
+/// More contexts than one endpoint of any provider has: refused with the reason,
+/// no provider chosen, the job fails cleanly.
+#[test]
+fn more_contexts_than_the_provider_has_are_refused() {
+    let out = Job::new(&rofi_sep(17, true), 2, program("checker_selftest"))
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.contains("mtl_rofi_num_ctxts=17 exceeds the provider's 16 contexts"),
+        "{}",
+        out.report()
+    );
+}
+
+/// Scalable endpoints on a provider without them (tcp;ofi_rxm: one context per
+/// endpoint): refused with the reason.
+#[test]
+fn scalable_endpoints_on_tcp_are_refused() {
+    let config = rofi_on("tcp;ofi_rxm")
+        .with("mtl_rofi_enable_sep", "1")
+        .with("mtl_rofi_num_ctxts", "2");
+    let out = Job::new(&config, 2, program("checker_selftest"))
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.contains("tcp;ofi_rxm")
+            && log.contains("scalable endpoints unavailable: the provider offers 1 context"),
+        "{}",
+        out.report()
+    );
+}
+
+/// Thread grouping without a scalable endpoint: refused at registration.
+#[test]
+fn thread_grouping_without_sep_is_refused() {
+    let config = rofi_on("sockets").with("mtl_rofi_thread_grouping", "1");
+    let out = Job::new(&config, 2, program("checker_selftest"))
+        .timeout(Duration::from_secs(60))
+        .run();
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        log.contains("mtl_rofi_thread_grouping requires mtl_rofi_enable_sep=1"),
+        "{}",
+        out.report()
+    );
+}
+
+/// The running libfabric's `(major, minor)`, from `fi_info --version`.
+fn libfabric_version() -> (u32, u32) {
+    let out = std::process::Command::new("fi_info")
+        .arg("--version")
+        .output()
+        .expect("fi_info --version");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("libfabric:"))
+        .unwrap_or_else(|| panic!("no libfabric version in {text}"));
+    let mut parts = v.trim().split('.').map(|p| p.parse::<u32>().unwrap());
+    (parts.next().unwrap(), parts.next().unwrap())
+}
+
+/// shm before libfabric 1.19 matches unexpected tagged messages with a stale ignore
+/// mask (MPI_Ssend after a synchronous-send ACK hangs) and ignores FI_PEEK/FI_CLAIM:
+/// rofi refuses it there with that reason; from 1.19 on it must run ssend_mrecv.
+/// (The stock OFI MTL never selects shm: its hints ask for FI_REMOTE_COMM.)
+#[test]
+fn shm_runs_or_is_refused_for_its_known_defect() {
+    let out = Job::new(&rofi_on("shm"), 2, program("ssend_mrecv"))
+        .timeout(Duration::from_secs(120))
+        .run();
+    if libfabric_version() < (1, 19) {
+        assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+        let log = format!("{}{}", out.stdout, out.stderr);
+        assert!(
+            log.contains("shm [shm]: rejected: libfabric < 1.19's shm matches unexpected"),
+            "{}",
+            out.report()
+        );
+    } else {
+        out.assert_passed();
+    }
+}
+
 /// `ompi_info --param mtl rofi --level 9` documents every parameter.
 #[test]
 fn ompi_info_documents_every_parameter() {
@@ -165,6 +397,9 @@ fn ompi_info_documents_every_parameter() {
         "mtl_rofi_rxm_dyn_rbuf",
         "mtl_rofi_rxm_min_recv",
         "mtl_rofi_isend_inject",
+        "mtl_rofi_enable_sep",
+        "mtl_rofi_thread_grouping",
+        "mtl_rofi_num_ctxts",
         // MPI_T performance variables
         "mtl_rofi_sends",
         "mtl_rofi_injects",

@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use mca::mtl::Comm;
 use mca::output::Stream;
 use mca::{Error, Result, sys, verbose};
+use rofi_core::context::ContextMap;
 use rofi_core::sync::{ClaimedMessage, SendLimits};
 use rofi_core::tag::TagLayout;
 
 use crate::raw::Owned;
 use crate::raw::context::OpContext;
 use crate::raw::fabric::{EAGAIN, Entry, Fabric, empty_entry};
-use crate::raw::procs;
+use crate::raw::procs::{self, Peer};
 use crate::request::BouncePool;
 use crate::stats::{Counter, bump};
 
@@ -32,9 +33,14 @@ pub struct Engine {
     pub limits: SendLimits,
     pub provider: String,
     pub stream: Stream,
-    /// The CQ read buffer; holding it is the progress lock, under which every
-    /// completion's request state is touched.
-    pub cq: Mutex<Owned<Vec<Entry>>>,
+    /// Communicator → context (one context without thread grouping).
+    pub contexts: ContextMap,
+    /// One CQ read buffer per context; holding it is that context's progress lock,
+    /// under which the request state of its completions is touched.
+    pub cqs: Vec<Mutex<Owned<Vec<Entry>>>>,
+    /// Completions read per context, for the verbose summary at finalize (shows
+    /// whether thread grouping spread the traffic).
+    pub per_ctx: Vec<AtomicUsize>,
     /// Claimed messages by `ompi_message_t` address.
     pub claimed: Mutex<HashMap<usize, Owned<Claimed>>>,
     /// Processes whose address is in the AV (for the source-rank limit).
@@ -56,6 +62,7 @@ pub struct Engine {
 #[derive(Debug)]
 pub struct Setup {
     pub fabric: Fabric,
+    pub contexts: ContextMap,
     pub layout: TagLayout,
     pub limits: SendLimits,
     pub provider: String,
@@ -67,13 +74,18 @@ pub struct Setup {
 
 impl Engine {
     pub fn new(s: Setup) -> Engine {
+        let n = s.fabric.num_ctxts();
         Engine {
             fabric: s.fabric,
             layout: s.layout,
             limits: s.limits,
             provider: s.provider,
             stream: s.stream,
-            cq: Mutex::new(Owned(vec![empty_entry(); s.event_cnt.max(1)])),
+            per_ctx: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            cqs: (0..n)
+                .map(|_| Mutex::new(Owned(vec![empty_entry(); s.event_cnt.max(1)])))
+                .collect(),
+            contexts: s.contexts,
             claimed: Mutex::new(HashMap::new()),
             peers: AtomicUsize::new(0),
             bounce: BouncePool::new(s.min_landing.max(1)),
@@ -97,14 +109,47 @@ impl Engine {
         }
     }
 
-    /// The fabric address of `rank` in `comm`, inserting the process if it is new.
-    pub fn peer_addr(&self, comm: Comm, rank: i32) -> Result<u64> {
+    /// `rank` of `comm`, inserting the process into the AV if it is new.
+    pub fn peer(&self, comm: Comm, rank: i32) -> Result<Peer> {
         let p = comm.peer(rank);
         if let Some(a) = procs::address(p) {
             return Ok(a);
         }
         self.add_procs(&[p])?;
         procs::address(p).ok_or(Error::UNREACH)
+    }
+
+    /// The endpoint address of `rank` in `comm`: the source of its messages.
+    pub fn peer_addr(&self, comm: Comm, rank: i32) -> Result<u64> {
+        Ok(self.peer(comm, rank)?.addr)
+    }
+
+    /// Where messages to `rank` on `comm` go: the receive context it posts that
+    /// communicator's receives on.
+    pub fn dest_addr(&self, comm: Comm, rank: i32) -> Result<u64> {
+        Ok(self.route(comm, rank)?.1)
+    }
+
+    /// `(source, destination)` addresses of `rank` on `comm`: what its messages to us
+    /// come from, and the receive context ours must reach.
+    pub fn route(&self, comm: Comm, rank: i32) -> Result<(u64, u64)> {
+        let peer = self.peer(comm, rank)?;
+        let rx = ContextMap::remote(comm.context_id(), peer.ctxts);
+        Ok((peer.addr, self.fabric.rx_addr(peer.addr, rx)))
+    }
+
+    /// This process's context for `comm` (and the one this thread now works on).
+    pub fn ctx_of(&self, comm: Comm) -> u32 {
+        let c = self.contexts.local(comm.context_id());
+        crate::progress::note_ctx(c);
+        c
+    }
+
+    /// Context `c`'s progress lock, blocking.
+    pub fn lock_ctx(&self, c: u32) -> std::sync::MutexGuard<'_, Owned<Vec<Entry>>> {
+        self.cqs[c as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// One batched AV insert for every process not yet known.
@@ -134,10 +179,11 @@ impl Engine {
                 return Err(Error::VALUE_OUT_OF_BOUNDS);
             }
         }
-        let names = fresh
+        let published = fresh
             .iter()
             .map(|&p| crate::raw::modex::recv(p))
             .collect::<Result<Vec<_>>>()?;
+        let names: Vec<&[u8]> = published.iter().map(|(n, _)| n.as_slice()).collect();
         let insert = |bytes: &[u8], count: usize| {
             self.fabric.av_insert(bytes, count).map_err(|e| {
                 mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&e]);
@@ -155,8 +201,14 @@ impl Engine {
             }
             addrs
         };
-        for (&p, a) in fresh.iter().zip(addrs) {
-            procs::record(p, a);
+        for ((&p, addr), (_, ctxts)) in fresh.iter().zip(addrs).zip(&published) {
+            procs::record(
+                p,
+                Peer {
+                    addr,
+                    ctxts: *ctxts,
+                },
+            );
         }
         self.peers.fetch_add(fresh.len(), Ordering::Relaxed);
         verbose!(

@@ -27,9 +27,10 @@ use rofi_core::sync::SendLimits;
 
 use engine::Engine;
 use raw::Owned;
-use raw::fabric::{Fabric, Hints, InfoList};
+use raw::fabric::{Fabric, Hints, InfoList, Shape};
 use raw::slot::Slot;
 use request::RequestState;
+use rofi_core::context::ContextMap;
 
 /// The component type behind `mca_mtl_rofi_component`.
 pub struct Rofi;
@@ -82,11 +83,20 @@ fn single_node() -> bool {
 /// Discovers providers and lets the core choose; the list stays alive for opening.
 fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
     let p = params::get().ok_or(Error::NOT_AVAILABLE)?;
+    let local_ranks = env_number("OMPI_COMM_WORLD_LOCAL_SIZE").unwrap_or(1);
+    let sep = p
+        .sep(u32::try_from(local_ranks).unwrap_or(u32::MAX))
+        .map_err(|e| {
+            // Registration refused the combinations that can fail here.
+            verbose!(stream(), 1, "mtl:rofi: {e}");
+            Error::BAD_PARAM
+        })?;
     let req = Requirements {
         tag_mode: p.tag_mode(),
         thread_multiple,
         single_node: single_node(),
-        sep: None,
+        sep,
+        libfabric: Some(raw::fabric::runtime_version()),
     };
     if !p.rxm_dyn_rbuf.enabled() {
         raw::env::disable_rxm_dyn_rbuf();
@@ -114,7 +124,8 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
 
 fn decline(selection: &Selection) -> Error {
     let p = params::get();
-    let asked = p.is_some_and(|p| p.include.get().is_some());
+    // Asked for a provider or for scalable endpoints: say why nothing fits.
+    let asked = p.is_some_and(|p| p.include.get().is_some() || p.enable_sep.enabled());
     if asked || stream().enabled(1) {
         mca::help::show_help(
             "help-mtl-rofi.txt",
@@ -154,7 +165,33 @@ impl MtlComponent for Rofi {
             .filter(|&n| n > 0)
             .or_else(|| env_number("OMPI_COMM_WORLD_SIZE"))
             .unwrap_or(1);
-        let fabric = Fabric::open(&list, chosen.index, 0, universe).map_err(|e| {
+        if let Some(plan) = chosen.sep
+            && let Some(asked) = plan.clamped_from
+        {
+            mca::help::show_help(
+                "help-mtl-rofi.txt",
+                "contexts reduced",
+                true,
+                &[
+                    &asked.to_string(),
+                    &info.name,
+                    &info.max_ep_tx_ctx.min(info.max_ep_rx_ctx).to_string(),
+                    &env_number("OMPI_COMM_WORLD_LOCAL_SIZE")
+                        .unwrap_or(1)
+                        .to_string(),
+                    &plan.num_ctxts.to_string(),
+                ],
+            );
+        }
+        let contexts = ContextMap::of_plan(chosen.sep.as_ref());
+        let shape = Shape {
+            cq_size: 0,
+            av_count: universe,
+            sep: chosen
+                .sep
+                .map(|plan| (contexts.num_ctxts(), plan.rx_ctx_bits)),
+        };
+        let fabric = Fabric::open(&list, chosen.index, shape).map_err(|e| {
             mca::help::show_help("help-mtl-rofi.txt", "init failed", true, &[&info.name, &e]);
             Error::NOT_AVAILABLE
         })?;
@@ -162,7 +199,7 @@ impl MtlComponent for Rofi {
             mca::help::show_help("help-mtl-rofi.txt", "init failed", true, &[&info.name, &e]);
             Error::NOT_AVAILABLE
         })?;
-        raw::modex::send(&name)?;
+        raw::modex::send(&name, contexts.num_ctxts())?;
         let layout = chosen.layout;
         let limits = SendLimits {
             inject_size: info.inject_size as u64,
@@ -170,6 +207,7 @@ impl MtlComponent for Rofi {
         };
         let engine = Engine::new(engine::Setup {
             fabric,
+            contexts,
             layout,
             limits,
             provider: info.name.clone(),
@@ -186,7 +224,7 @@ impl MtlComponent for Rofi {
             stream(),
             1,
             "mtl:rofi: using {} [{}], tag layout {}, max tag {}, max cid {}, inject {} B, \
-             threads {}",
+             threads {}, {}",
             info.name,
             info.fabric,
             layout.kind(),
@@ -197,6 +235,18 @@ impl MtlComponent for Rofi {
                 "FI_THREAD_SAFE"
             } else {
                 "FI_THREAD_DOMAIN"
+            },
+            match chosen.sep {
+                None => "one endpoint".to_owned(),
+                Some(plan) => format!(
+                    "scalable endpoint with {} context(s){}",
+                    contexts.num_ctxts(),
+                    if plan.grouping {
+                        ", thread grouping"
+                    } else {
+                        ""
+                    }
+                ),
             }
         );
         if ENGINE.set(engine).is_err() {
@@ -234,6 +284,19 @@ impl MtlModule for RofiModule {
                 .collect::<Vec<_>>()
                 .join(" ");
             verbose!(e.stream, 1, "mtl:rofi: finalize: {summary}");
+            if e.per_ctx.len() > 1 {
+                let per: Vec<String> = e
+                    .per_ctx
+                    .iter()
+                    .map(|n| n.load(std::sync::atomic::Ordering::Relaxed).to_string())
+                    .collect();
+                verbose!(
+                    e.stream,
+                    1,
+                    "mtl:rofi: completions per context: {}",
+                    per.join("/")
+                );
+            }
         }
         e.fabric.close();
         Ok(())

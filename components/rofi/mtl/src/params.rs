@@ -3,6 +3,7 @@
 use std::sync::OnceLock;
 
 use mca::params::{Level, Param, Registrar, StringParam};
+use rofi_core::context::{SepError, SepRequest, sep_request};
 use rofi_core::provider::NameFilter;
 use rofi_core::tag::TagMode;
 
@@ -17,6 +18,9 @@ pub struct Params {
     pub rxm_dyn_rbuf: Param<bool>,
     pub rxm_min_recv: Param<usize>,
     pub isend_inject: Param<bool>,
+    pub enable_sep: Param<bool>,
+    pub thread_grouping: Param<bool>,
+    pub num_ctxts: Param<i32>,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -29,6 +33,17 @@ pub fn get() -> Option<&'static Params> {
 impl Params {
     pub fn tag_mode(&self) -> TagMode {
         TagMode::from_mca_value(self.tag_mode.get()).unwrap_or_default()
+    }
+
+    /// The scalable-endpoint request (validated at registration, so the error cannot
+    /// happen later), for a node with `local_ranks` processes of the job.
+    pub fn sep(&self, local_ranks: u32) -> Result<Option<SepRequest>, SepError> {
+        sep_request(
+            self.enable_sep.enabled(),
+            self.thread_grouping.enabled(),
+            self.num_ctxts.get(),
+            local_ranks,
+        )
     }
 
     /// The include/exclude lists (validated at registration).
@@ -126,6 +141,42 @@ pub fn register(reg: &mut Registrar) {
          at once (the C MTL injects only in blocking sends); false posts them with a \
          completion",
     );
+    let enable_sep = reg.bool(
+        "enable_sep",
+        false,
+        Level::TUNER_BASIC,
+        "Open a scalable endpoint (fi_scalable_ep) with mtl_rofi_num_ctxts transmit/receive \
+         contexts, each with its own completion queue. Only providers with more than one \
+         context per endpoint can (here: sockets); with it set, the others are passed \
+         over and rofi declines when none is left",
+    );
+    let thread_grouping = reg.bool(
+        "thread_grouping",
+        false,
+        Level::TUNER_BASIC,
+        "Spread communicators over the scalable endpoint's contexts (communicator id \
+         modulo the receiver's context count, the same on every member), so threads \
+         using different communicators use different contexts. Needs \
+         mtl_rofi_enable_sep=1; without it, every communicator uses context 0",
+    );
+    let num_ctxts = reg.int(
+        "num_ctxts",
+        1,
+        1..=4096,
+        Level::TUNER_BASIC,
+        "Contexts of the scalable endpoint (mtl_rofi_enable_sep). More than the provider \
+         allows per endpoint is an error; more than this process's share of them (the \
+         provider's count divided by the job's processes on the node) is reduced to the \
+         share with a warning",
+    );
+    if let Err(e @ SepError::GroupingNeedsSep) = sep_request(
+        enable_sep.enabled(),
+        thread_grouping.enabled(),
+        num_ctxts.get(),
+        1,
+    ) {
+        reg.reject(e.to_string());
+    }
     let _ = PARAMS.set(Params {
         priority,
         verbose,
@@ -136,5 +187,8 @@ pub fn register(reg: &mut Registrar) {
         rxm_dyn_rbuf,
         rxm_min_recv,
         isend_inject,
+        enable_sep,
+        thread_grouping,
+        num_ctxts,
     });
 }

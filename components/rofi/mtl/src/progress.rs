@@ -32,17 +32,37 @@ pub fn op_error(err: i32) -> OpError {
     }
 }
 
+thread_local! {
+    /// The context this thread used last: drained first, as its completions are the
+    /// ones it most likely waits for.
+    static LAST_CTX: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Remembers that this thread works on context `c`.
+pub fn note_ctx(c: u32) {
+    LAST_CTX.with(|l| l.set(c));
+}
+
 impl Engine {
-    /// Drains the CQ; returns the number of completions handled (0 when another
-    /// thread is progressing).
+    /// Drains every context's CQ, this thread's first; returns the number of
+    /// completions handled. A context another thread is draining is skipped.
     pub fn progress(&self) -> usize {
-        let Ok(mut buf) = self.cq.try_lock() else {
+        let n = self.cqs.len() as u32;
+        if n == 1 {
+            return self.progress_ctx(0);
+        }
+        let first = LAST_CTX.with(std::cell::Cell::get) % n;
+        (0..n).map(|i| self.progress_ctx((first + i) % n)).sum()
+    }
+
+    fn progress_ctx(&self, c: u32) -> usize {
+        let Ok(mut buf) = self.cqs[c as usize].try_lock() else {
             return 0;
         };
         let mut later = Vec::new();
         let mut handled = 0;
         loop {
-            match self.fabric.cq_read(&mut buf.0) {
+            match self.fabric.cq_read(c, &mut buf.0) {
                 CqRead::Entries(n) => {
                     bump(Counter::CqReads);
                     for e in &buf.0[..n] {
@@ -83,6 +103,9 @@ impl Engine {
             }
         }
         drop(buf);
+        if handled > 0 {
+            self.per_ctx[c as usize].fetch_add(handled, std::sync::atomic::Ordering::Relaxed);
+        }
         for d in later {
             match d {
                 Deferred::Ack(ack, comm) => self.send_ack(ack, comm),
@@ -98,7 +121,14 @@ impl Engine {
             None => {}
             Some(Target::Local(op)) => deliver_local(op, ev),
             Some(Target::Request { raw, leg }) => {
-                let (ack, status) = slot::with_state(raw, |st| self.request_event(st, leg, ev));
+                let (ack, status) = slot::with_state(raw, |st| {
+                    let out = self.request_event(st, leg, ev);
+                    if out.1.is_some() {
+                        st.finishing
+                            .store(true, std::sync::atomic::Ordering::Release);
+                    }
+                    out
+                });
                 // The ACK goes out before the receive completes, as the sender waits on it.
                 if let Some((ack, comm)) = ack {
                     later.push(Deferred::Ack(ack, comm));
@@ -128,7 +158,7 @@ impl Engine {
                 match step {
                     SendStep::Wait => (None, None),
                     SendStep::CancelAckRecv => {
-                        self.fabric.cancel(st.ack_ctx.as_ptr());
+                        self.fabric.cancel(st.ctx, st.ack_ctx.as_ptr());
                         (None, None)
                     }
                     SendStep::Complete(r) => (None, Some(send_status(r))),
@@ -171,14 +201,15 @@ impl Engine {
 
     /// Sends the zero-byte acknowledgement of a synchronous send we received.
     pub fn send_ack(&self, ack: AckSend, comm: Comm) {
-        let addr = match self.peer_addr(comm, ack.to_rank as i32) {
+        let addr = match self.dest_addr(comm, ack.to_rank as i32) {
             Ok(a) => a,
             Err(_) => {
                 bump(Counter::Errors);
                 ADDR_ANY
             }
         };
-        let rc = self.retry(|| self.fabric.tinject(&[], addr, ack.bits, None));
+        let c = self.ctx_of(comm);
+        let rc = self.retry(|| self.fabric.tinject(c, &[], addr, ack.bits, None));
         if rc < 0 {
             verbose!(
                 self.stream,

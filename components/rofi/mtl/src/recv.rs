@@ -48,11 +48,13 @@ impl Engine {
         request: Slot,
     ) -> Result<()> {
         let m = self.matching(comm, src, tag)?;
+        let c = self.ctx_of(comm);
         let raw = request.key();
         let buffer = crate::raw::buffer::receive(convertor);
         let (ptr, capacity) = (buffer.as_mut_ptr(), buffer.capacity());
         request.init(Owned(RequestState::new(
             raw,
+            c,
             Op::Recv {
                 buffer: Some(buffer),
                 posted_len: capacity as u64,
@@ -68,7 +70,7 @@ impl Engine {
             )
         });
         bump(Counter::Recvs);
-        let rc = self.retry(|| post::recv(self, ptr, capacity, &m, ctx, 0));
+        let rc = self.retry(|| post::recv(self, c, ptr, capacity, &m, ctx, 0));
         if rc < 0 {
             verbose!(
                 self.stream,
@@ -89,9 +91,17 @@ impl Engine {
     }
 
     /// Posts a peek (optionally claiming) and waits for its answer.
-    fn peek(&self, m: &Matching, ctx: &mut OpContext, op: &LocalOp, flags: u64) -> Result<Event> {
+    fn peek(
+        &self,
+        c: u32,
+        m: &Matching,
+        ctx: &mut OpContext,
+        op: &LocalOp,
+        flags: u64,
+    ) -> Result<Event> {
         bump(Counter::Probes);
-        let rc = self.retry(|| post::recv(self, std::ptr::null_mut(), 0, m, ctx.as_ptr(), flags));
+        let rc =
+            self.retry(|| post::recv(self, c, std::ptr::null_mut(), 0, m, ctx.as_ptr(), flags));
         if rc < 0 {
             return Err(Error::ERROR);
         }
@@ -122,7 +132,7 @@ impl Engine {
         let m = self.matching(comm, src, tag)?;
         let op = LocalOp::default();
         let mut ctx = OpContext::new(Target::Local(&op));
-        let ev = self.peek(&m, &mut ctx, &op, fabric_sys::FI_PEEK)?;
+        let ev = self.peek(self.ctx_of(comm), &m, &mut ctx, &op, fabric_sys::FI_PEEK)?;
         match complete_probe(&self.layout, None, Self::probe_event(ev)) {
             ProbeOutcome::Found(s) => Ok(Some(Status {
                 source: s.source as i32,
@@ -150,6 +160,7 @@ impl Engine {
         // Boxed: a claimed message is received with this very context later.
         let mut ctx = Box::new(OpContext::new(Target::Local(&op)));
         let ev = self.peek(
+            self.ctx_of(comm),
             &m,
             &mut ctx,
             &op,
@@ -199,6 +210,8 @@ impl Engine {
         };
         let comm = message::comm(handle);
         message::release(handle);
+        // The claimed message waits in the receive context it was peeked on.
+        let c = self.ctx_of(comm);
         let raw = request.key();
         let buffer = crate::raw::buffer::receive(convertor);
         let (ptr, capacity) = (buffer.as_mut_ptr(), buffer.capacity());
@@ -210,6 +223,7 @@ impl Engine {
         let ctx_ptr = ctx.as_ptr();
         request.init(Owned(RequestState::new(
             raw,
+            c,
             Op::Recv {
                 buffer: Some(buffer),
                 posted_len: capacity as u64,
@@ -225,7 +239,8 @@ impl Engine {
             src: ADDR_ANY,
         };
         bump(Counter::Recvs);
-        let rc = self.retry(|| post::recv(self, ptr, capacity, &m, ctx_ptr, fabric_sys::FI_CLAIM));
+        let rc =
+            self.retry(|| post::recv(self, c, ptr, capacity, &m, ctx_ptr, fabric_sys::FI_CLAIM));
         if rc < 0 {
             slot::complete(
                 raw,
@@ -241,14 +256,22 @@ impl Engine {
     /// Cancels a posted receive that has not matched; sends and matched receives are
     /// left alone (MPI_Test_cancelled then reports false).
     pub fn cancel(&self, request: Slot) -> Result<()> {
-        // Only a plain receive is posted with its data context, so naming that address
-        // cancels nothing else; a finished request is simply not found by the provider.
-        let guard = self.cq.lock().unwrap_or_else(|e| e.into_inner());
-        if !slot::is_pending_receive(request.key()) {
+        // Every progress lock: no completion of this request can be dispatched while
+        // they are held, so a request not yet finishing keeps its state until we are
+        // done reading it. (Progress only try-locks; the one blocking holder elsewhere,
+        // isend's error path, takes a single lock and waits for nothing under it.)
+        let guards: Vec<_> = (0..self.fabric.num_ctxts())
+            .map(|c| self.lock_ctx(c))
+            .collect();
+        let Some(c) = slot::pending_receive_ctx(request.key()) else {
             return Ok(());
-        }
-        let rc = self.fabric.cancel(slot::data_context_addr(request.key()));
-        drop(guard);
+        };
+        // Only a plain receive is posted with its data context, so naming that address
+        // cancels nothing else.
+        let rc = self
+            .fabric
+            .cancel(c, slot::data_context_addr(request.key()));
+        drop(guards);
         verbose!(self.stream, 20, "mtl:rofi: cancel: {rc}");
         // A successful cancel completes the receive as cancelled through the CQ.
         self.progress();

@@ -11,6 +11,11 @@ use crate::raw::context::{Leg, OpContext, Target};
 /// in place in the request memory and never moved while operations are posted.
 #[derive(Debug)]
 pub struct RequestState {
+    /// The endpoint context (scalable endpoints) its operations are posted on.
+    pub ctx: u32,
+    /// Set under the progress lock once a completion of this request is dispatched
+    /// (and before it is delivered): from then on MPI_Cancel must not read the rest.
+    pub finishing: std::sync::atomic::AtomicBool,
     pub data_ctx: OpContext,
     pub ack_ctx: OpContext,
     pub op: Op,
@@ -20,8 +25,10 @@ pub struct RequestState {
 }
 
 impl RequestState {
-    pub fn new(raw: usize, op: Op) -> RequestState {
+    pub fn new(raw: usize, ctx: u32, op: Op) -> RequestState {
         RequestState {
+            ctx,
+            finishing: std::sync::atomic::AtomicBool::new(false),
             data_ctx: OpContext::new(Target::Request {
                 raw,
                 leg: Leg::Data,

@@ -67,12 +67,13 @@ impl Engine {
     /// never arrive unexpected.
     fn post_ack_recv(
         &self,
-        addr: u64,
+        c: u32,
+        from: u64,
         plan: &SendPlan,
         ctx: *mut OpContext,
     ) -> std::result::Result<(), OpError> {
         if let Some(a) = plan.ack_recv {
-            let rc = self.retry(|| post::ack_recv(self, addr, a.match_bits, ctx));
+            let rc = self.retry(|| post::ack_recv(self, c, from, a.match_bits, ctx));
             if rc < 0 {
                 return Err(OpError::Other(rc.unsigned_abs() as i32));
             }
@@ -83,6 +84,7 @@ impl Engine {
     /// Posts the data: injected (no completion) or sent with `ctx`.
     fn post_data(
         &self,
+        c: u32,
         addr: u64,
         plan: &SendPlan,
         bytes: Bytes,
@@ -90,10 +92,10 @@ impl Engine {
     ) -> std::result::Result<(), OpError> {
         let rc = if plan.inject {
             bump(Counter::Injects);
-            self.retry(|| post::inject(self, bytes, addr, plan))
+            self.retry(|| post::inject(self, c, bytes, addr, plan))
         } else {
             bump(Counter::Sends);
-            self.retry(|| post::data(self, bytes, addr, plan, ctx))
+            self.retry(|| post::data(self, c, bytes, addr, plan, ctx))
         };
         if rc < 0 {
             return Err(OpError::Other(rc.unsigned_abs() as i32));
@@ -109,7 +111,8 @@ impl Engine {
         convertor: &mut Convertor,
         mode: SendMode,
     ) -> Result<()> {
-        let addr = self.peer_addr(comm, dest)?;
+        let (from, to) = self.route(comm, dest)?;
+        let c = self.ctx_of(comm);
         let buffer = SendBuffer::new(convertor)?;
         let bytes = bytes_of(&buffer);
         let plan = self.plan(comm, tag, bytes.1, mode, SendKind::Blocking)?;
@@ -117,9 +120,9 @@ impl Engine {
         let mut data_ctx = OpContext::new(Target::Local(&data_op));
         let mut ack_ctx = OpContext::new(Target::Local(&ack_op));
         let mut tracker = SendTracker::new(&plan);
-        let mut step = match self.post_ack_recv(addr, &plan, ack_ctx.as_ptr()) {
+        let mut step = match self.post_ack_recv(c, from, &plan, ack_ctx.as_ptr()) {
             Err(e) => tracker.on_ack_post_failed(e),
-            Ok(()) => match self.post_data(addr, &plan, bytes, data_ctx.as_ptr()) {
+            Ok(()) => match self.post_data(c, to, &plan, bytes, data_ctx.as_ptr()) {
                 Err(e) => tracker.on_data_error(e),
                 Ok(()) => tracker.after_post(),
             },
@@ -137,7 +140,7 @@ impl Engine {
                     };
                 }
                 SendStep::CancelAckRecv => {
-                    self.fabric.cancel(ack_ctx.as_ptr());
+                    self.fabric.cancel(c, ack_ctx.as_ptr());
                 }
                 SendStep::Wait => {}
             }
@@ -163,7 +166,8 @@ impl Engine {
         mode: SendMode,
         request: Slot,
     ) -> Result<()> {
-        let addr = self.peer_addr(comm, dest)?;
+        let (from, to) = self.route(comm, dest)?;
+        let c = self.ctx_of(comm);
         let buffer = SendBuffer::new(convertor)?;
         let bytes = bytes_of(&buffer);
         let plan = self.plan(comm, tag, bytes.1, mode, SendKind::Nonblocking)?;
@@ -178,6 +182,7 @@ impl Engine {
         };
         request.init(Owned(RequestState::new(
             raw,
+            c,
             Op::Send {
                 tracker: SendTracker::new(&plan),
                 buffer: kept,
@@ -185,7 +190,7 @@ impl Engine {
         )));
         let (data_ctx, ack_ctx) =
             slot::with_state(raw, |st| (st.data_ctx.as_ptr(), st.ack_ctx.as_ptr()));
-        if let Err(e) = self.post_ack_recv(addr, &plan, ack_ctx) {
+        if let Err(e) = self.post_ack_recv(c, from, &plan, ack_ctx) {
             // Nothing is posted: the request is ours alone to complete.
             let step = slot::with_state(raw, |st| match &mut st.op {
                 Op::Send { tracker, .. } => tracker.on_ack_post_failed(e),
@@ -196,7 +201,7 @@ impl Engine {
             }
             return Ok(());
         }
-        let posted = self.post_data(addr, &plan, bytes, data_ctx);
+        let posted = self.post_data(c, to, &plan, bytes, data_ctx);
         drop(local);
         match posted {
             // Everything was injected: nothing will ever complete, so complete now.
@@ -208,7 +213,7 @@ impl Engine {
             Err(e) => {
                 // Only the ACK receive can be outstanding, and it cannot complete before
                 // the data went out; the lock orders this with progress all the same.
-                let guard = self.cq.lock().unwrap_or_else(|e| e.into_inner());
+                let guard = self.lock_ctx(c);
                 let step = slot::with_state(raw, |st| match &mut st.op {
                     Op::Send { tracker, .. } => tracker.on_data_error(e),
                     Op::Recv { .. } => SendStep::Wait,
@@ -217,7 +222,7 @@ impl Engine {
                 match step {
                     SendStep::Complete(r) => slot::complete(raw, send_status(r)),
                     SendStep::CancelAckRecv => {
-                        self.fabric.cancel(ack_ctx);
+                        self.fabric.cancel(c, ack_ctx);
                     }
                     SendStep::Wait => {}
                 }

@@ -7,6 +7,9 @@ use std::fmt;
 pub struct SepRequest {
     /// `mtl_rofi_num_ctxts` (at least 1).
     pub num_ctxts: u32,
+    /// `mtl_rofi_thread_grouping`: communicators spread over the contexts; without it
+    /// only context 0 is used (as in the C MTL).
+    pub grouping: bool,
     /// Processes of this job on this node, including this one; they split the provider's
     /// contexts between them.
     pub local_ranks: u32,
@@ -30,6 +33,7 @@ pub fn sep_request(
     }
     Ok(Some(SepRequest {
         num_ctxts: num_ctxts as u32,
+        grouping: thread_grouping,
         local_ranks: local_ranks.max(1),
     }))
 }
@@ -41,8 +45,10 @@ pub struct SepPlan {
     pub num_ctxts: u32,
     /// Set when the request exceeded this process's share: the request, for the warning.
     pub clamped_from: Option<u32>,
-    /// `rx_ctx_bits` for `fi_av_open` and `fi_rx_addr`: smallest `b` with `num_ctxts >> b == 0`.
+    /// `rx_ctx_bits` for `fi_av_open` and `fi_rx_addr`: enough for any receive context
+    /// the provider can have, because peers on other nodes may open more than we do.
     pub rx_ctx_bits: u32,
+    pub grouping: bool,
 }
 
 impl SepPlan {
@@ -57,6 +63,12 @@ impl SepPlan {
         if available <= 1 {
             return Err(SepError::Unavailable { available });
         }
+        if req.num_ctxts as usize > available {
+            return Err(SepError::TooManyContexts {
+                asked: req.num_ctxts,
+                available,
+            });
+        }
         let local = req.local_ranks.max(1) as usize;
         if available < local {
             return Err(SepError::LocalRanksExceedContexts {
@@ -66,11 +78,19 @@ impl SepPlan {
         }
         let share = u32::try_from(available / local).unwrap_or(u32::MAX);
         let num_ctxts = req.num_ctxts.clamp(1, share);
+        let highest = u32::try_from(available - 1).unwrap_or(u32::MAX);
         Ok(SepPlan {
             num_ctxts,
             clamped_from: (req.num_ctxts > share).then_some(req.num_ctxts),
-            rx_ctx_bits: u32::BITS - num_ctxts.leading_zeros(),
+            rx_ctx_bits: (u32::BITS - highest.leading_zeros()).max(1),
+            grouping: req.grouping,
         })
+    }
+
+    /// Contexts the process opens: all of them with thread grouping, else one.
+    #[must_use]
+    pub fn contexts_used(&self) -> u32 {
+        if self.grouping { self.num_ctxts } else { 1 }
     }
 }
 
@@ -83,6 +103,8 @@ pub enum SepError {
     BadContextCount(i32),
     /// The provider offers at most one context per endpoint.
     Unavailable { available: usize },
+    /// `num_ctxts` above what one endpoint of the provider can have.
+    TooManyContexts { asked: u32, available: usize },
     /// Fewer contexts than processes on this node.
     LocalRanksExceedContexts { available: usize, local_ranks: u32 },
 }
@@ -99,6 +121,11 @@ impl fmt::Display for SepError {
             SepError::Unavailable { available } => write!(
                 f,
                 "scalable endpoints unavailable: the provider offers {available} context(s) \
+                 per endpoint"
+            ),
+            SepError::TooManyContexts { asked, available } => write!(
+                f,
+                "mtl_rofi_num_ctxts={asked} exceeds the provider's {available} contexts \
                  per endpoint"
             ),
             SepError::LocalRanksExceedContexts {

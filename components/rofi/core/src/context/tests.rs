@@ -1,144 +1,116 @@
 use super::*;
 use crate::testutil::Rng;
 
-#[test]
-fn without_grouping_everything_shares_context_zero() {
-    let mut m = ContextMap::new(false, 8);
-    assert_eq!(m.num_ctxts(), 1);
-    let a = m.add_comm(0).unwrap();
-    assert_eq!((a.ctx, a.create, a.warn_exhausted), (0, true, false));
-    for cid in [1, 7, u32::MAX] {
-        let a = m.add_comm(cid).unwrap();
-        assert_eq!((a.ctx, a.create, a.warn_exhausted), (0, false, false));
-    }
-    assert_eq!(m.context_of(u32::MAX), 0);
-    assert_eq!(
-        m.del_comm(7),
-        Some(Release {
-            ctx: 0,
-            destroy: false
-        })
-    );
-    assert_eq!(m.users_of(0), 3);
-}
+const EDGE_CIDS: [u32; 9] = [
+    0,
+    1,
+    2,
+    3,
+    4095,
+    (1 << 24) - 1,
+    (1 << 30) - 1,
+    3_000_000_000,
+    u32::MAX,
+];
 
 #[test]
-fn large_sparse_cids_never_overflow_and_share_round_robin() {
-    let mut m = ContextMap::new(true, 4);
-    let cids = [0u32, 1, 5, 1 << 20, (1 << 30) - 1, 3_000_000_000, u32::MAX];
-    let got: Vec<_> = cids.iter().map(|&c| m.add_comm(c).unwrap()).collect();
-    let ctxs: Vec<u32> = got.iter().map(|a| a.ctx).collect();
-    assert_eq!(ctxs, [0, 1, 2, 3, 0, 1, 2]);
-    let creates: Vec<bool> = got.iter().map(|a| a.create).collect();
-    assert_eq!(creates, [true, true, true, true, false, false, false]);
-    let warns = got.iter().filter(|a| a.warn_exhausted).count();
-    assert_eq!(warns, 1, "the limit warning is printed once");
-    assert!(got[4].warn_exhausted);
-    for (&cid, a) in cids.iter().zip(&got) {
-        assert_eq!(m.context_of(cid), a.ctx);
-    }
-    assert_eq!(
-        m.context_of(12345),
-        0,
-        "unknown CIDs use the default context"
-    );
-    assert_eq!(
-        m.add_comm(u32::MAX),
-        Err(ContextError::AlreadyMapped {
-            cid: u32::MAX,
-            ctx: 2
-        })
-    );
-}
-
-#[test]
-fn freed_contexts_are_destroyed_once_and_reused_first() {
-    let mut m = ContextMap::new(true, 2);
-    m.add_comm(10).unwrap();
-    m.add_comm(11).unwrap();
-    m.add_comm(12).unwrap(); // shares ctx 0
-    assert_eq!(
-        m.del_comm(11),
-        Some(Release {
-            ctx: 1,
-            destroy: true
-        })
-    );
-    let a = m.add_comm(13).unwrap();
-    assert_eq!((a.ctx, a.create, a.warn_exhausted), (1, true, false));
-    assert_eq!(
-        m.del_comm(10),
-        Some(Release {
-            ctx: 0,
-            destroy: false
-        })
-    );
-    assert_eq!(
-        m.del_comm(12),
-        Some(Release {
-            ctx: 0,
-            destroy: true
-        })
-    );
-    assert_eq!(m.del_comm(12), None);
-    assert_eq!(m.del_comm(99), None);
-}
-
-#[test]
-fn random_add_del_keeps_refcounts_consistent() {
-    let mut rng = Rng::new(0xC0FFEE);
-    for n in [1u32, 2, 3, 16] {
-        let mut m = ContextMap::new(true, n);
-        let mut live: Vec<(u32, u32)> = Vec::new();
-        let mut created = vec![false; n as usize];
-        for _ in 0..5000 {
-            if live.is_empty() || rng.chance(55) {
-                let cid = rng.next_u64() as u32;
-                if live.iter().any(|&(c, _)| c == cid) {
-                    continue;
-                }
-                let a = m.add_comm(cid).unwrap();
-                assert!(a.ctx < n);
-                assert_eq!(
-                    a.create, !created[a.ctx as usize],
-                    "create iff context absent"
-                );
-                created[a.ctx as usize] = true;
-                live.push((cid, a.ctx));
-            } else {
-                let (cid, ctx) = live.swap_remove(rng.below(live.len() as u64) as usize);
-                let r = m.del_comm(cid).unwrap();
-                assert_eq!(r.ctx, ctx);
-                let still = live.iter().filter(|&&(_, c)| c == ctx).count();
-                assert_eq!(r.destroy, still == 0);
-                if r.destroy {
-                    created[ctx as usize] = false;
-                }
-            }
-            for c in 0..n {
-                let users = live.iter().filter(|&&(_, x)| x == c).count() as u32;
-                assert_eq!(m.users_of(c), users);
-            }
+fn without_grouping_everything_uses_context_zero() {
+    let plan = SepPlan::compute(req(8, 1, false), 16, 16).unwrap();
+    for m in [
+        ContextMap::single(),
+        ContextMap::of_plan(None),
+        ContextMap::of_plan(Some(&plan)),
+    ] {
+        assert_eq!(m.num_ctxts(), 1);
+        for cid in EDGE_CIDS {
+            assert_eq!(m.local(cid), 0);
         }
     }
 }
 
 #[test]
-fn sep_plans_clamp_and_compute_rx_bits() {
-    let req = |n, local| SepRequest {
+fn no_cid_maps_outside_the_contexts() {
+    let mut rng = Rng::new(0x5EB);
+    for n in 1..=16u32 {
+        let plan = SepPlan::compute(req(n, 1, true), 16, 16).unwrap();
+        let m = ContextMap::of_plan(Some(&plan));
+        assert_eq!(m.num_ctxts(), n);
+        let random = (0..2000).map(|_| rng.next_u64() as u32);
+        for cid in EDGE_CIDS.into_iter().chain(random) {
+            assert!(m.local(cid) < n, "cid {cid} with {n} contexts");
+        }
+    }
+    // A peer that published 0 contexts (never: it opens at least one) is context 0.
+    assert_eq!(ContextMap::remote(u32::MAX, 0), 0);
+}
+
+#[test]
+fn every_member_agrees_on_the_receive_context() {
+    // Processes with different context counts (other nodes, other shares): a sender
+    // computes the receiver's context from the receiver's published count, which is
+    // the context the receiver posts on, whatever either created before.
+    let mut rng = Rng::new(0xA9EE);
+    for _ in 0..5000 {
+        let cid = rng.next_u64() as u32;
+        let receiver = ContextMap::of_plan(Some(
+            &SepPlan::compute(req(1 + rng.below(16) as u32, 1, true), 16, 16).unwrap(),
+        ));
+        assert_eq!(
+            ContextMap::remote(cid, receiver.num_ctxts()),
+            receiver.local(cid)
+        );
+    }
+}
+
+#[test]
+fn consecutive_communicators_get_distinct_contexts() {
+    // One communicator per thread (MPI_Comm_dup in a loop: consecutive CIDs) spreads
+    // over every context before any two share one.
+    let m = ContextMap::of_plan(Some(&SepPlan::compute(req(4, 2, true), 16, 16).unwrap()));
+    let ctxs: Vec<u32> = (3..7).map(|cid| m.local(cid)).collect();
+    let mut sorted = ctxs.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, [0, 1, 2, 3], "{ctxs:?}");
+}
+
+fn req(n: u32, local: u32, grouping: bool) -> SepRequest {
+    SepRequest {
         num_ctxts: n,
+        grouping,
         local_ranks: local,
-    };
-    // sockets: 16 contexts, 2 ranks per node -> 8 each.
+    }
+}
+
+#[test]
+fn sep_plans_clamp_and_compute_rx_bits() {
+    let req = |n, local| req(n, local, true);
+    // sockets: 16 contexts, 2 ranks per node -> 8 each; rx bits address all 16.
     let p = SepPlan::compute(req(4, 2), 16, 16).unwrap();
-    assert_eq!((p.num_ctxts, p.clamped_from, p.rx_ctx_bits), (4, None, 3));
-    let p = SepPlan::compute(req(20, 2), 16, 16).unwrap();
+    assert_eq!((p.num_ctxts, p.clamped_from, p.rx_ctx_bits), (4, None, 4));
+    let p = SepPlan::compute(req(12, 2), 16, 16).unwrap();
     assert_eq!(
         (p.num_ctxts, p.clamped_from, p.rx_ctx_bits),
-        (8, Some(20), 4)
+        (8, Some(12), 4)
     );
     let p = SepPlan::compute(req(1, 1), 16, 4).unwrap();
-    assert_eq!((p.num_ctxts, p.rx_ctx_bits), (1, 1));
+    assert_eq!((p.num_ctxts, p.rx_ctx_bits), (1, 2));
+    let p = SepPlan::compute(req(2, 1), 2, 2).unwrap();
+    assert_eq!((p.num_ctxts, p.rx_ctx_bits), (2, 1));
+    let p = SepPlan::compute(req(16, 1), 16, 16).unwrap();
+    assert_eq!(
+        (p.num_ctxts, p.clamped_from, p.contexts_used()),
+        (16, None, 16)
+    );
+    // More than one endpoint of the provider can have: refused, not clamped.
+    let e = SepPlan::compute(req(17, 1), 16, 16).unwrap_err();
+    assert_eq!(
+        e,
+        SepError::TooManyContexts {
+            asked: 17,
+            available: 16
+        }
+    );
+    assert!(e.to_string().contains("mtl_rofi_num_ctxts=17"), "{e}");
     assert_eq!(
         SepPlan::compute(req(1, 1), 1, 1),
         Err(SepError::Unavailable { available: 1 })
@@ -157,6 +129,7 @@ fn sep_plans_clamp_and_compute_rx_bits() {
     );
     assert_eq!(sep_request(false, false, 0, 2), Ok(None));
     assert_eq!(sep_request(true, true, 3, 0), Ok(Some(req(3, 1))));
+    assert!(!sep_request(true, false, 3, 1).unwrap().unwrap().grouping);
     assert!(
         SepError::GroupingNeedsSep
             .to_string()

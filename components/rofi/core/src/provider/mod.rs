@@ -35,7 +35,9 @@ mod select;
 mod tests;
 
 pub use filter::{FilterError, NameFilter, NameRejection};
-pub use select::{Chosen, Outcome, Rejection, Requirements, Selection, Tier, Verdict, select};
+pub use select::{
+    Chosen, Outcome, Rejection, Requirements, Selection, Tier, Verdict, known_defect, select,
+};
 
 use crate::tag::TagCaps;
 

@@ -17,6 +17,27 @@ pub struct Requirements {
     pub single_node: bool,
     /// `mtl_rofi_enable_sep`: scalable endpoints with this many contexts.
     pub sep: Option<SepRequest>,
+    /// The running libfabric's `(major, minor)`, for providers broken in some versions;
+    /// `None`: unknown, assume none is.
+    pub libfabric: Option<(u32, u32)>,
+}
+
+/// Why a provider cannot carry MPI matching in the running libfabric, if it cannot.
+#[must_use]
+pub fn known_defect(info: &ProviderInfo, libfabric: Option<(u32, u32)>) -> Option<&'static str> {
+    let version = libfabric?;
+    // libfabric < 1.19's shm (prov/shm/src/smr_ep.c, smr_match_tagged) matches a
+    // posted receive against an unexpected message with the ignore mask left in the
+    // unexpected entry by whichever receive used that entry before, not the posted
+    // receive's: a receive that needs ignore bits (every MPI receive ignores the
+    // synchronous-send bit; MPI_ANY_TAG ignores the tag) misses messages that arrived
+    // first (a hang) or takes one with another tag. It also ignores FI_PEEK and
+    // FI_CLAIM (a probe consumes the message). 1.19 moved shm to the shared util_srx.
+    (Tier::of(info) == Tier::SharedMemory && version < (1, 19)).then_some(
+        "libfabric < 1.19's shm matches unexpected tagged messages with a stale ignore \
+         mask and has no FI_PEEK/FI_CLAIM (MPI_Ssend, MPI_ANY_TAG and probes would hang \
+         or match wrongly)",
+    )
 }
 
 /// Default preference tier; lower is preferred. See the module docs for the rationale.
@@ -59,6 +80,8 @@ pub enum Rejection {
     Tag(TagError),
     /// Scalable endpoints were requested and this provider cannot give them.
     Sep(SepError),
+    /// The provider is broken for tagged matching in the running libfabric.
+    Defect(&'static str),
 }
 
 impl fmt::Display for Rejection {
@@ -77,6 +100,7 @@ impl fmt::Display for Rejection {
             }
             Rejection::Tag(e) => e.fmt(f),
             Rejection::Sep(e) => e.fmt(f),
+            Rejection::Defect(why) => f.write_str(why),
         }
     }
 }
@@ -146,6 +170,9 @@ fn check(
     filter.check(&info.name).map_err(Rejection::Name)?;
     if !(info.ep_rdm && info.tagged) {
         return Err(Rejection::NotTaggedRdm);
+    }
+    if let Some(why) = known_defect(info, req.libfabric) {
+        return Err(Rejection::Defect(why));
     }
     if req.thread_multiple && !info.thread_safe {
         return Err(Rejection::NotThreadSafe);

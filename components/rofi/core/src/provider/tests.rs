@@ -237,6 +237,7 @@ fn sep_requests_pick_a_provider_with_contexts() {
     let r = Requirements {
         sep: Some(SepRequest {
             num_ctxts: 4,
+            grouping: true,
             local_ranks: 2,
         }),
         ..req()
@@ -260,4 +261,32 @@ fn empty_candidate_list_reports_it() {
     let s = select(&[], &NameFilter::Default, &req());
     assert!(s.chosen.is_none());
     assert!(s.report().contains("no tagged RDM provider"));
+}
+
+#[test]
+fn shm_before_libfabric_1_19_is_refused_with_the_reason() {
+    let c = this_machine();
+    let shm = NameFilter::from_params(Some("shm"), None).unwrap();
+    for (version, usable) in [
+        (None, true),
+        (Some((1, 17)), false),
+        (Some((1, 18)), false),
+        (Some((1, 19)), true),
+        (Some((2, 0)), true),
+    ] {
+        let r = Requirements {
+            libfabric: version,
+            ..req()
+        };
+        let s = select(&c, &shm, &r);
+        assert_eq!(s.chosen.is_some(), usable, "{version:?}: {}", s.report());
+        if !usable {
+            assert!(s.report().contains("stale ignore mask"), "{}", s.report());
+        }
+        // Only shm is affected.
+        assert_eq!(
+            chosen_name(&c, &NameFilter::Default, &r).as_deref(),
+            Some("tcp;ofi_rxm")
+        );
+    }
 }

@@ -96,11 +96,19 @@ pub fn complete_receive(
     posted_len: u64,
     event: RecvEvent,
 ) -> RecvCompletion {
-    let (bits, cq_data, len, truncated) = match event {
-        RecvEvent::Completed { bits, cq_data, len } => (bits, cq_data, len, len > posted_len),
-        RecvEvent::Truncated { bits, cq_data, len } => (bits, cq_data, len, true),
-        RecvEvent::Canceled => return unmatched(None, true),
-        RecvEvent::Failed(n) => return unmatched(Some(RecvError::Internal(n)), false),
+    let (bits, cq_data, len, truncated) = match (event, path) {
+        (RecvEvent::Completed { bits, cq_data, len }, _) => (bits, cq_data, len, len > posted_len),
+        // The claim told the message's full length: that, not the provider's verdict,
+        // decides. libfabric 1.17's rxd reports FI_ETRUNC for every claimed receive
+        // whose buffer is larger than the message (it compares the bytes delivered
+        // with the buffer, not the message, on its FI_CLAIM path).
+        (RecvEvent::Truncated { bits, cq_data, .. }, RecvPath::Mrecv(m)) => {
+            let full = m.status().count;
+            (bits, cq_data, full, full > posted_len)
+        }
+        (RecvEvent::Truncated { bits, cq_data, len }, RecvPath::Recv) => (bits, cq_data, len, true),
+        (RecvEvent::Canceled, _) => return unmatched(None, true),
+        (RecvEvent::Failed(n), _) => return unmatched(Some(RecvError::Internal(n)), false),
     };
     // For Mrecv the claim identified the message; its bits are authoritative even if a
     // provider leaves the claim completion's tag empty.

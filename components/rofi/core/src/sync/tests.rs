@@ -322,3 +322,42 @@ fn negative_tags_survive_the_status_in_every_layout() {
         assert_eq!(c.status.source, Some(1));
     }
 }
+
+#[test]
+fn a_claimed_receive_is_truncated_only_when_the_claimed_message_does_not_fit() {
+    // rxd (libfabric 1.17) answers a claimed receive into a larger buffer with FI_ETRUNC
+    // and the delivered length, tag and data zeroed; a real truncation has the message
+    // longer than the buffer.
+    for l in layouts() {
+        let p = plan_send(
+            &l,
+            &limits(0, u64::MAX),
+            &req(3, 42, true, SendKind::Nonblocking, 5),
+        )
+        .unwrap();
+        let (_, ig) = l.recv_match(3, None, None).unwrap();
+        let found = ProbeEvent::Found {
+            bits: p.bits,
+            cq_data: p.cq_data.unwrap_or(0),
+            len: 5,
+        };
+        let ProbeOutcome::Claimed(msg) = complete_probe(&l, Some(ig), found) else {
+            panic!("improbe must claim");
+        };
+        for (posted, truncated) in [(5u64, false), (64, false), (4, true), (0, true)] {
+            let ev = RecvEvent::from_error(OpError::Truncated, 0, 0, 5.min(posted));
+            let c = complete_receive(&l, RecvPath::Mrecv(msg), posted, ev);
+            assert_eq!(c.status.error.is_some(), truncated, "{l:?} posted {posted}");
+            assert_eq!(c.status.count, 5.min(posted));
+            assert_eq!((c.status.source, c.status.tag), (Some(7), Some(42)));
+            assert!(
+                c.ack.is_some(),
+                "matched: the synchronous sender is acknowledged"
+            );
+        }
+        // A plain receive trusts the provider: no claim tells the message's length.
+        let ev = RecvEvent::from_error(OpError::Truncated, p.bits, p.cq_data.unwrap_or(0), 5);
+        let c = complete_receive(&l, RecvPath::Recv, 64, ev);
+        assert_eq!(c.status.error, Some(RecvError::Truncated));
+    }
+}

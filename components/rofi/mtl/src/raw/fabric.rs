@@ -48,6 +48,13 @@ fn text(p: *const c_char) -> String {
     unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }
 
+/// The running libfabric's `(major, minor)` (not the headers').
+pub fn runtime_version() -> (u32, u32) {
+    // SAFETY: fi_version takes nothing and returns a number.
+    let v = unsafe { fi::fi_version() };
+    (v >> 16, v & 0xffff)
+}
+
 /// libfabric's message for an error number (positive or negative).
 pub fn strerror(code: isize) -> String {
     // SAFETY: fi_strerror returns a static NUL-terminated string for any number.
@@ -187,14 +194,27 @@ pub enum CqRead {
     Failed(String),
 }
 
-/// The opened fabric: one domain, one endpoint, its address vector and CQ.
+/// One transmit/receive context pair and the CQ both report to. Without a scalable
+/// endpoint there is one, whose `tx` and `rx` are the endpoint itself.
+#[derive(Debug)]
+struct Ctx {
+    tx: *mut fi::fid_ep,
+    rx: *mut fi::fid_ep,
+    cq: *mut fi::fid_cq,
+}
+
+/// The opened fabric: one domain, one endpoint (plain or scalable), its address vector,
+/// and one context (with its own CQ) per scalable-endpoint context.
 #[derive(Debug)]
 pub struct Fabric {
     fabric: *mut fi::fid_fabric,
     domain: *mut fi::fid_domain,
     ep: *mut fi::fid_ep,
     av: *mut fi::fid_av,
-    cq: *mut fi::fid_cq,
+    // INVARIANT: after a successful `open`, at least one context, every pointer open.
+    ctxs: Vec<Ctx>,
+    /// `Some(rx_ctx_bits)` for a scalable endpoint.
+    sep_bits: Option<u32>,
     closed: std::sync::atomic::AtomicBool,
 }
 
@@ -212,14 +232,19 @@ fn check(rc: i32, what: &str) -> Result<(), String> {
     }
 }
 
+/// How to open the endpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    pub cq_size: usize,
+    pub av_count: usize,
+    /// A scalable endpoint with this many contexts and `rx_ctx_bits`.
+    pub sep: Option<(u32, u32)>,
+}
+
 impl Fabric {
-    /// Opens entry `index` of `list`: fabric, domain, endpoint bound to an AV and a CQ.
-    pub fn open(
-        list: &InfoList,
-        index: usize,
-        cq_size: usize,
-        av_count: usize,
-    ) -> Result<Fabric, String> {
+    /// Opens entry `index` of `list`: fabric, domain, endpoint bound to an AV, and the
+    /// contexts with their CQs.
+    pub fn open(list: &InfoList, index: usize, shape: Shape) -> Result<Fabric, String> {
         let info = list.nth(index);
         if info.is_null() {
             return Err("the chosen provider vanished from the list".into());
@@ -229,13 +254,21 @@ impl Fabric {
             domain: ptr::null_mut(),
             ep: ptr::null_mut(),
             av: ptr::null_mut(),
-            cq: ptr::null_mut(),
+            ctxs: Vec::new(),
+            sep_bits: shape.sep.map(|(_, bits)| bits),
             closed: std::sync::atomic::AtomicBool::new(false),
         };
         // On error the partly opened objects are closed by `close` via Drop of `f`.
-        // SAFETY: `info` is a live entry; out-pointers are ours; each object is
-        // opened from the one before it, as libfabric requires.
+        // SAFETY: `info` is a live entry of a list only this process reads (adjusting
+        // its context counts is how a scalable endpoint is sized); out-pointers are
+        // ours; each object is opened from the one before it, as libfabric requires.
         unsafe {
+            if let Some((n, _)) = shape.sep {
+                (*(*info).ep_attr).tx_ctx_cnt = n as usize;
+                (*(*info).ep_attr).rx_ctx_cnt = n as usize;
+                // Sends name the peer's receive context (fi_rx_addr).
+                (*info).caps |= fi::FI_NAMED_RX_CTX;
+            }
             check(
                 fi::fi_fabric((*info).fabric_attr, &mut f.fabric, ptr::null_mut()),
                 "fi_fabric",
@@ -244,32 +277,103 @@ impl Fabric {
                 fi::fi_domain(f.fabric, info, &mut f.domain, ptr::null_mut()),
                 "fi_domain",
             )?;
-            check(
-                fi::fi_endpoint(f.domain, info, &mut f.ep, ptr::null_mut()),
-                "fi_endpoint",
-            )?;
             let mut av_attr: fi::fi_av_attr = std::mem::zeroed();
             av_attr.type_ = fi::FI_AV_UNSPEC;
-            av_attr.count = av_count;
+            av_attr.count = shape.av_count;
+            if let Some((n, bits)) = shape.sep {
+                av_attr.rx_ctx_bits = bits as i32;
+                av_attr.count = shape.av_count.saturating_mul(n as usize);
+                check(
+                    fi::fi_scalable_ep(f.domain, info, &mut f.ep, ptr::null_mut()),
+                    "fi_scalable_ep",
+                )?;
+            } else {
+                check(
+                    fi::fi_endpoint(f.domain, info, &mut f.ep, ptr::null_mut()),
+                    "fi_endpoint",
+                )?;
+            }
             check(
                 fi::fi_av_open(f.domain, &mut av_attr, &mut f.av, ptr::null_mut()),
                 "fi_av_open",
             )?;
             let mut cq_attr: fi::fi_cq_attr = std::mem::zeroed();
             cq_attr.format = fi::FI_CQ_FORMAT_TAGGED;
-            cq_attr.size = cq_size;
-            check(
-                fi::fi_cq_open(f.domain, &mut cq_attr, &mut f.cq, ptr::null_mut()),
-                "fi_cq_open",
-            )?;
-            check(fi::fi_ep_bind(f.ep, &mut (*f.av).fid, 0), "fi_ep_bind(av)")?;
-            check(
-                fi::fi_ep_bind(f.ep, &mut (*f.cq).fid, fi::FI_TRANSMIT | fi::FI_RECV),
-                "fi_ep_bind(cq)",
-            )?;
-            check(fi::fi_enable(f.ep), "fi_enable")?;
+            cq_attr.size = shape.cq_size;
+            match shape.sep {
+                None => {
+                    f.ctxs.push(Ctx {
+                        tx: f.ep,
+                        rx: f.ep,
+                        cq: ptr::null_mut(),
+                    });
+                    let c = &mut f.ctxs[0];
+                    check(
+                        fi::fi_cq_open(f.domain, &mut cq_attr, &mut c.cq, ptr::null_mut()),
+                        "fi_cq_open",
+                    )?;
+                    check(fi::fi_ep_bind(f.ep, &mut (*f.av).fid, 0), "fi_ep_bind(av)")?;
+                    check(
+                        fi::fi_ep_bind(f.ep, &mut (*c.cq).fid, fi::FI_TRANSMIT | fi::FI_RECV),
+                        "fi_ep_bind(cq)",
+                    )?;
+                    check(fi::fi_enable(f.ep), "fi_enable")?;
+                }
+                Some((n, _)) => {
+                    check(
+                        fi::fi_scalable_ep_bind(f.ep, &mut (*f.av).fid, 0),
+                        "fi_scalable_ep_bind(av)",
+                    )?;
+                    check(fi::fi_enable(f.ep), "fi_enable(scalable endpoint)")?;
+                    for i in 0..n as i32 {
+                        f.ctxs.push(Ctx {
+                            tx: ptr::null_mut(),
+                            rx: ptr::null_mut(),
+                            cq: ptr::null_mut(),
+                        });
+                        let c = f.ctxs.last_mut().expect("just pushed");
+                        check(
+                            fi::fi_tx_context(f.ep, i, ptr::null_mut(), &mut c.tx, ptr::null_mut()),
+                            "fi_tx_context",
+                        )?;
+                        check(
+                            fi::fi_rx_context(f.ep, i, ptr::null_mut(), &mut c.rx, ptr::null_mut()),
+                            "fi_rx_context",
+                        )?;
+                        check(
+                            fi::fi_cq_open(f.domain, &mut cq_attr, &mut c.cq, ptr::null_mut()),
+                            "fi_cq_open",
+                        )?;
+                        check(
+                            fi::fi_ep_bind(c.tx, &mut (*c.cq).fid, fi::FI_TRANSMIT),
+                            "fi_ep_bind(tx context, cq)",
+                        )?;
+                        check(
+                            fi::fi_ep_bind(c.rx, &mut (*c.cq).fid, fi::FI_RECV),
+                            "fi_ep_bind(rx context, cq)",
+                        )?;
+                        check(fi::fi_enable(c.tx), "fi_enable(tx context)")?;
+                        check(fi::fi_enable(c.rx), "fi_enable(rx context)")?;
+                    }
+                }
+            }
         }
         Ok(f)
+    }
+
+    /// Contexts opened (1 without a scalable endpoint).
+    pub fn num_ctxts(&self) -> u32 {
+        self.ctxs.len() as u32
+    }
+
+    /// The address of receive context `rx` of the peer at `addr` (`addr` itself without
+    /// a scalable endpoint).
+    pub fn rx_addr(&self, addr: u64, rx: u32) -> u64 {
+        match self.sep_bits {
+            None => addr,
+            // SAFETY: pure bit arithmetic on its arguments.
+            Some(bits) => unsafe { fi::fi_rx_addr(addr, rx as i32, bits as i32) },
+        }
     }
 
     /// The endpoint's address, as peers insert it into their AV.
@@ -313,8 +417,10 @@ impl Fabric {
     ///
     /// # Safety
     /// `buf` must stay readable and `ctx` alive and unmoved until the completion.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn tsend(
         &self,
+        c: u32,
         buf: *const u8,
         len: usize,
         dest: u64,
@@ -326,7 +432,7 @@ impl Fabric {
         unsafe {
             match data {
                 Some(d) => fi::fi_tsenddata(
-                    self.ep,
+                    self.ctxs[c as usize].tx,
                     buf.cast(),
                     len,
                     ptr::null_mut(),
@@ -336,7 +442,7 @@ impl Fabric {
                     ctx.cast(),
                 ),
                 None => fi::fi_tsend(
-                    self.ep,
+                    self.ctxs[c as usize].tx,
                     buf.cast(),
                     len,
                     ptr::null_mut(),
@@ -349,7 +455,8 @@ impl Fabric {
     }
 
     /// `fi_tinject[data]`: the bytes are copied before it returns; no completion.
-    pub fn tinject(&self, bytes: &[u8], dest: u64, bits: u64, data: Option<u64>) -> isize {
+    pub fn tinject(&self, c: u32, bytes: &[u8], dest: u64, bits: u64, data: Option<u64>) -> isize {
+        let tx = self.ctxs[c as usize].tx;
         let buf: *const c_void = if bytes.is_empty() {
             ptr::null()
         } else {
@@ -358,8 +465,8 @@ impl Fabric {
         // SAFETY: inject reads `bytes` before returning; the endpoint is open.
         unsafe {
             match data {
-                Some(d) => fi::fi_tinjectdata(self.ep, buf, bytes.len(), d, dest, bits),
-                None => fi::fi_tinject(self.ep, buf, bytes.len(), dest, bits),
+                Some(d) => fi::fi_tinjectdata(tx, buf, bytes.len(), d, dest, bits),
+                None => fi::fi_tinject(tx, buf, bytes.len(), dest, bits),
             }
         }
     }
@@ -371,6 +478,7 @@ impl Fabric {
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn trecv(
         &self,
+        c: u32,
         buf: *mut u8,
         len: usize,
         src: u64,
@@ -394,19 +502,23 @@ impl Fabric {
             data: 0,
         };
         // SAFETY: caller contract; the message description is read during the call.
-        unsafe { fi::fi_trecvmsg(self.ep, &msg, flags | fi::FI_COMPLETION) }
+        unsafe { fi::fi_trecvmsg(self.ctxs[c as usize].rx, &msg, flags | fi::FI_COMPLETION) }
     }
 
-    /// `fi_cancel` of the receive posted with `ctx`.
-    pub fn cancel(&self, ctx: *mut OpContext) -> isize {
+    /// `fi_cancel` of the receive posted on context `c` with `ctx`.
+    pub fn cancel(&self, c: u32, ctx: *mut OpContext) -> isize {
         // SAFETY: cancel only compares the context pointer with posted operations.
-        unsafe { fi::fi_cancel(&mut (*self.ep).fid, ctx.cast()) }
+        unsafe {
+            let rx = self.ctxs[c as usize].rx;
+            fi::fi_cancel(&raw mut (*rx).fid, ctx.cast())
+        }
     }
 
-    /// Reads up to `entries.len()` completions.
-    pub fn cq_read(&self, entries: &mut [Entry]) -> CqRead {
+    /// Reads up to `entries.len()` completions of context `c`.
+    pub fn cq_read(&self, c: u32, entries: &mut [Entry]) -> CqRead {
+        let cq = self.ctxs[c as usize].cq;
         // SAFETY: the CQ is open with FI_CQ_FORMAT_TAGGED; the buffer holds that many.
-        let n = unsafe { fi::fi_cq_read(self.cq, entries.as_mut_ptr().cast(), entries.len()) };
+        let n = unsafe { fi::fi_cq_read(cq, entries.as_mut_ptr().cast(), entries.len()) };
         if n > 0 {
             return CqRead::Entries(n as usize);
         }
@@ -419,7 +531,7 @@ impl Fabric {
         // SAFETY: zeroed is a valid error entry (no err_data buffer offered).
         let mut e: fi::fi_cq_err_entry = unsafe { std::mem::zeroed() };
         // SAFETY: open CQ; `e` is ours.
-        let rc = unsafe { fi::fi_cq_readerr(self.cq, &mut e, 0) };
+        let rc = unsafe { fi::fi_cq_readerr(cq, &mut e, 0) };
         if rc == EAGAIN {
             // Another thread took the error entry.
             return CqRead::Empty;
@@ -430,13 +542,7 @@ impl Fabric {
         let mut buf = [0 as c_char; 256];
         // SAFETY: open CQ; the error entry is the one just read; `buf` is ours.
         let msg = unsafe {
-            fi::fi_cq_strerror(
-                self.cq,
-                e.prov_errno,
-                e.err_data,
-                buf.as_mut_ptr(),
-                buf.len(),
-            )
+            fi::fi_cq_strerror(cq, e.prov_errno, e.err_data, buf.as_mut_ptr(), buf.len())
         };
         CqRead::Error(ErrorEntry {
             context: e.op_context.cast(),
@@ -456,13 +562,16 @@ impl Fabric {
             return;
         }
         // Every libfabric object starts with its `fid`, so the object pointer is its fid.
-        let fids: [*mut fi::fid; 5] = [
-            self.ep.cast(),
-            self.av.cast(),
-            self.cq.cast(),
-            self.domain.cast(),
-            self.fabric.cast(),
-        ];
+        // Contexts before the scalable endpoint, endpoints before what they are bound to.
+        let mut fids: Vec<*mut fi::fid> = Vec::new();
+        if self.sep_bits.is_some() {
+            for c in &self.ctxs {
+                fids.extend([c.tx.cast(), c.rx.cast()]);
+            }
+        }
+        fids.extend([self.ep.cast(), self.av.cast()]);
+        fids.extend(self.ctxs.iter().map(|c| c.cq.cast()));
+        fids.extend([self.domain.cast(), self.fabric.cast()]);
         for f in fids.into_iter().filter(|f| !f.is_null()) {
             // SAFETY: each open object is closed once (guarded by `closed`).
             unsafe { fi::fi_close(f) };

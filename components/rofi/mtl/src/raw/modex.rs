@@ -2,19 +2,29 @@
 
 use mca::component::Exported;
 use mca::proc::{self, Proc};
-use mca::{Result, sys};
+use mca::{Error, Result, sys};
 
 use crate::Rofi;
 
-/// Publishes this process's endpoint name.
-pub fn send(name: &[u8]) -> Result<()> {
+/// Publishes this process's endpoint name and its receive-context count (a 4-byte
+/// little-endian trailer: senders need it to name the context a communicator's
+/// messages must reach).
+pub fn send(name: &[u8], ctxts: u32) -> Result<()> {
+    let mut blob = name.to_vec();
+    blob.extend_from_slice(&ctxts.to_le_bytes());
     // SAFETY: Rofi::raw() is the exported component structure.
-    unsafe { proc::modex_send(Rofi::raw(), name) }
+    unsafe { proc::modex_send(Rofi::raw(), &blob) }
 }
 
-/// The endpoint name `p` published.
-pub fn recv(p: *mut sys::ompi_proc_t) -> Result<Vec<u8>> {
+/// The endpoint name and context count `p` published.
+pub fn recv(p: *mut sys::ompi_proc_t) -> Result<(Vec<u8>, u32)> {
     // SAFETY: `p` is a live ompi_proc_t from the PML, whose first member is its
     // opal_proc_t; Rofi::raw() is the exported component structure.
-    unsafe { Proc::from_raw(p.cast()).modex_recv(Rofi::raw()) }
+    let mut blob = unsafe { Proc::from_raw(p.cast()).modex_recv(Rofi::raw()) }?;
+    let Some(at) = blob.len().checked_sub(4) else {
+        return Err(Error::UNREACH);
+    };
+    let ctxts = u32::from_le_bytes(blob[at..].try_into().map_err(|_| Error::UNREACH)?);
+    blob.truncate(at);
+    Ok((blob, ctxts.max(1)))
 }

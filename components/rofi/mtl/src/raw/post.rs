@@ -18,6 +18,7 @@ pub struct Matching {
 
 pub fn recv(
     e: &Engine,
+    c: u32,
     buf: *mut u8,
     len: usize,
     m: &Matching,
@@ -27,20 +28,21 @@ pub fn recv(
     // SAFETY: module contract (buffer and context outlive the operation).
     unsafe {
         e.fabric
-            .trecv(buf, len, m.src, m.bits, m.ignore, ctx, flags)
+            .trecv(c, buf, len, m.src, m.bits, m.ignore, ctx, flags)
     }
 }
 
-pub fn ack_recv(e: &Engine, addr: u64, bits: u64, ctx: *mut OpContext) -> isize {
+pub fn ack_recv(e: &Engine, c: u32, addr: u64, bits: u64, ctx: *mut OpContext) -> isize {
     // SAFETY: zero-byte receive (no buffer); module contract for the context.
     unsafe {
         e.fabric
-            .trecv(std::ptr::null_mut(), 0, addr, bits, 0, ctx, 0)
+            .trecv(c, std::ptr::null_mut(), 0, addr, bits, 0, ctx, 0)
     }
 }
 
 pub fn data(
     e: &Engine,
+    c: u32,
     bytes: (*const u8, usize),
     addr: u64,
     plan: &SendPlan,
@@ -49,16 +51,16 @@ pub fn data(
     // SAFETY: module contract (the bytes are read until the data completion).
     unsafe {
         e.fabric
-            .tsend(bytes.0, bytes.1, addr, plan.bits, plan.cq_data, ctx)
+            .tsend(c, bytes.0, bytes.1, addr, plan.bits, plan.cq_data, ctx)
     }
 }
 
-pub fn inject(e: &Engine, bytes: (*const u8, usize), addr: u64, plan: &SendPlan) -> isize {
+pub fn inject(e: &Engine, c: u32, bytes: (*const u8, usize), addr: u64, plan: &SendPlan) -> isize {
     let slice = if bytes.1 == 0 {
         &[][..]
     } else {
         // SAFETY: the caller's SendBuffer holds these bytes for the duration of the call.
         unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) }
     };
-    e.fabric.tinject(slice, addr, plan.bits, plan.cq_data)
+    e.fabric.tinject(c, slice, addr, plan.bits, plan.cq_data)
 }

@@ -2,38 +2,47 @@
 
 use mca::sys;
 
+/// What rofi knows of a peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// Its endpoint in our AV.
+    pub addr: u64,
+    /// Receive contexts it spreads communicators over (1 without thread grouping).
+    pub ctxts: u32,
+}
+
 fn slot(p: *mut sys::ompi_proc_t) -> *mut *mut std::ffi::c_void {
     // SAFETY: `p` is a live ompi_proc_t from the PML; the MTL slot is ours to use.
     unsafe { &raw mut (*p).proc_endpoints[sys::OMPI_PROC_ENDPOINT_TAG_MTL as usize] }
 }
 
-/// The fabric address recorded for `p`, if add_procs reached it.
-pub fn address(p: *mut sys::ompi_proc_t) -> Option<u64> {
+/// What was recorded for `p`, if add_procs reached it.
+pub fn address(p: *mut sys::ompi_proc_t) -> Option<Peer> {
     if p.is_null() {
         return None;
     }
-    // SAFETY: the slot holds NULL or a Box<u64> leaked by `record`.
+    // SAFETY: the slot holds NULL or a Box<Peer> leaked by `record`.
     unsafe {
         let v = *slot(p);
-        (!v.is_null()).then(|| *(v as *const u64))
+        (!v.is_null()).then(|| *(v as *const Peer))
     }
 }
 
-/// Records `addr` for `p` (replacing any earlier one).
-pub fn record(p: *mut sys::ompi_proc_t, addr: u64) {
+/// Records `peer` for `p` (replacing any earlier one).
+pub fn record(p: *mut sys::ompi_proc_t, peer: Peer) {
     forget(p);
-    let boxed = Box::into_raw(Box::new(addr));
+    let boxed = Box::into_raw(Box::new(peer));
     // SAFETY: live proc; the slot now owns the box until `forget`.
     unsafe { *slot(p) = boxed.cast() };
 }
 
 /// Drops the address recorded for `p`.
 pub fn forget(p: *mut sys::ompi_proc_t) {
-    // SAFETY: the slot holds NULL or a Box<u64> from `record`, freed once and cleared.
+    // SAFETY: the slot holds NULL or a Box<Peer> from `record`, freed once and cleared.
     unsafe {
         let v = *slot(p);
         if !v.is_null() {
-            drop(Box::from_raw(v as *mut u64));
+            drop(Box::from_raw(v as *mut Peer));
             *slot(p) = std::ptr::null_mut();
         }
     }
