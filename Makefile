@@ -66,7 +66,7 @@ bench: components bench-tool
 static-ompi:
 	@configure-support/static-ompi
 
-check-static: static-ompi
+check-static: components static-ompi
 	RMCA_REQUIRE_STATIC_OMPI=1 $(CARGO) test --release --test static_build -- --test-threads=2
 
 clean:

@@ -12,7 +12,9 @@
 use std::path::Path;
 
 use mca_harness::static_ompi::{self, ompi_info};
-use mca_harness::{McaConfig, assert_every_parameter_has_help, conformance_suite};
+use mca_harness::{
+    McaConfig, assert_every_parameter_has_help, conformance_suite, ompi_info_params,
+};
 
 fn on_static(config: McaConfig) -> McaConfig {
     let name = format!("{}-static", config.name);
@@ -192,6 +194,43 @@ fn parameters_and_help_come_from_the_static_build() {
             share.join(help).is_file(),
             "{help} not installed in {}",
             share.display()
+        );
+    }
+}
+
+fn parameter_names(ompi_info: &str) -> std::collections::BTreeSet<String> {
+    ompi_info
+        .split("parameter \"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The static members are the code of this checkout: the same parameters as the
+/// plugins `make components` just built. A stale object left in Open MPI's build
+/// tree (a component library not relinked after a Rust change) fails here.
+#[test]
+fn static_members_are_built_from_this_checkout() {
+    if !static_ompi::available() {
+        return;
+    }
+    let prefix = static_ompi::prefix();
+    for (framework, component, _) in OURS {
+        let static_params = parameter_names(&ompi_info(
+            &prefix,
+            &["--param", framework, component, "--level", "9"],
+            &[],
+        ));
+        let plugin_params = parameter_names(&ompi_info_params(framework, component));
+        assert!(
+            !plugin_params.is_empty(),
+            "ompi_info lists no parameters of the {framework} {component} plugin in build/mca"
+        );
+        assert_eq!(
+            static_params, plugin_params,
+            "{framework} {component}: the static member's parameters differ from the plugin's \
+             (rebuild with make static-ompi)"
         );
     }
 }
