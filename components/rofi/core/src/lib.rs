@@ -11,6 +11,3 @@ pub mod provider;
 pub mod stats;
 pub mod sync;
 pub mod tag;
-
-#[cfg(test)]
-mod testutil;

@@ -13,6 +13,3 @@ pub mod copy;
 pub mod ipc;
 pub mod numa;
 pub mod reg;
-
-#[cfg(test)]
-mod testutil;

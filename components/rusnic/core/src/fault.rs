@@ -1,53 +1,7 @@
 //! Seeded randomness and fault injection, public so the glue can inject the same faults
 //! into real traffic (e.g. behind an MCA variable) that the simulator uses.
 
-/// SplitMix64: tiny, fast, statistically fine for tests and jitter; not cryptographic.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    #[must_use]
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (0 when `n == 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            return 0;
-        }
-        // Multiply-shift: unbiased enough for simulation, no division.
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// Uniform in `lo..=hi`.
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi.saturating_sub(lo).saturating_add(1))
-    }
-
-    /// True with probability `p` (clamped to 0..=1).
-    pub fn chance(&mut self, p: f64) -> bool {
-        if p <= 0.0 {
-            return false;
-        }
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for c in buf.chunks_mut(8) {
-            let v = self.next_u64().to_le_bytes();
-            c.copy_from_slice(&v[..c.len()]);
-        }
-    }
-}
+pub use seeded_rng::Rng;
 
 /// Probabilities (0.0..=1.0) of each fault, applied independently per datagram.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -1,5 +1,5 @@
 use super::*;
-use crate::testutil::Rng;
+use seeded_rng::Rng;
 
 const EDGE_CIDS: [u32; 9] = [
     0,

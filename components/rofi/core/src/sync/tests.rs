@@ -1,6 +1,6 @@
 use super::*;
 use crate::tag::{LayoutKind, TagLayout, matches};
-use crate::testutil::Rng;
+use seeded_rng::Rng;
 
 fn layouts() -> Vec<TagLayout> {
     [LayoutKind::Tag1, LayoutKind::Tag2, LayoutKind::Full]
@@ -147,8 +147,8 @@ fn random_event_streams_complete_exactly_once() {
     let l = &layouts()[2];
     let errs = [OpError::Truncated, OpError::Canceled, OpError::Other(3)];
     for _ in 0..20_000 {
-        let sync = rng.chance(50);
-        let kind = if rng.chance(50) {
+        let sync = rng.percent(50);
+        let kind = if rng.percent(50) {
             SendKind::Blocking
         } else {
             SendKind::Nonblocking

@@ -2,7 +2,7 @@
 //! synchronous or not, acknowledgements, and the provider's reserved bits.
 
 use super::*;
-use crate::testutil::Rng;
+use seeded_rng::Rng;
 
 const FMT_AAAA: u64 = 0xAAAA_AAAA_AAAA_AAAA;
 const FMT_5555: u64 = 0x5555_5555_5555_5555;
@@ -373,7 +373,7 @@ fn random_values_round_trip_and_match_only_themselves() {
             let src = rng.below(l.max_source().unwrap_or(i32::MAX as u32) as u64 + 1) as u32;
             let span = l.max_tag() as i64 - l.min_tag() as i64 + 1;
             let tag = (l.min_tag() as i64 + rng.below(span as u64) as i64) as i32;
-            let sync = rng.chance(50);
+            let sync = rng.percent(50);
             let bits = l.send_bits(cid, src, tag, sync).unwrap();
             assert_eq!(l.tag_of(bits), tag);
             assert_eq!(l.cid_of(bits), cid);

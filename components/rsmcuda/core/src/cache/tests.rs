@@ -3,7 +3,7 @@
 
 use super::fake::{FakeGpu, INVALID_HANDLE};
 use super::*;
-use crate::testutil::Rng;
+use seeded_rng::Rng;
 
 const MB: u64 = 1 << 20;
 
@@ -367,7 +367,7 @@ fn run_model(seed: u64) -> CacheStats {
     let mut rng = Rng::new(seed);
     let cfg = CacheConfig {
         size_limit: [0, 0x4000, 0x9000][rng.below(3) as usize],
-        keep_released: rng.chance(85),
+        keep_released: rng.percent(85),
     };
     let gpu = FakeGpu::default();
     let mut c = RemoteCache::new(gpu.clone(), cfg);
@@ -448,7 +448,7 @@ fn run_model(seed: u64) -> CacheStats {
     }
     let stats = *c.stats();
     let leftover = held.len();
-    if rng.chance(50) {
+    if rng.percent(50) {
         for (id, _) in held {
             c.release(id).unwrap();
         }

@@ -1,7 +1,7 @@
 use std::collections::{HashSet, VecDeque};
 
 use super::*;
-use crate::testutil::Rng;
+use seeded_rng::Rng;
 
 /// Fake CUDA events: `record` arms an event; the test completes armed events in any order.
 #[derive(Default)]

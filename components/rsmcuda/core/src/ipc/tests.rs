@@ -1,7 +1,7 @@
 //! Deterministic scenarios and a randomized two-sided simulation of the handshake.
 
 use super::*;
-use crate::testutil::Rng;
+use seeded_rng::Rng;
 
 fn allow(_: CudaDevice, _: CudaDevice) -> Access {
     Access::Allowed
@@ -226,11 +226,11 @@ impl World {
 /// ended enabled, for coverage accounting.
 fn simulate(seed: u64) -> (bool, bool) {
     let mut rng = Rng::new(seed);
-    let ranks = if rng.chance(50) { (0, 1) } else { (7, 3) };
+    let ranks = if rng.percent(50) { (0, 1) } else { (7, 3) };
     let mk = |me, peer, rng: &mut Rng| Side {
         ipc: PeerIpc::new(me, peer).unwrap(),
         device: rng.below(2) as i32,
-        ready_at: if rng.chance(85) {
+        ready_at: if rng.percent(85) {
             Some(rng.below(8) as u32)
         } else {
             None
@@ -243,10 +243,10 @@ fn simulate(seed: u64) -> (bool, bool) {
     let a = mk(ranks.0, ranks.1, &mut rng);
     let b = mk(ranks.1, ranks.0, &mut rng);
     let mut access = [[true; 2]; 2];
-    if rng.chance(50) {
+    if rng.percent(50) {
         for row in &mut access {
             for x in row.iter_mut() {
-                *x = rng.chance(50);
+                *x = rng.percent(50);
             }
         }
     }
@@ -265,7 +265,7 @@ fn simulate(seed: u64) -> (bool, bool) {
         if can_trigger.is_empty() && w.wire.is_empty() {
             break;
         }
-        let deliver = !w.wire.is_empty() && (can_trigger.is_empty() || rng.chance(50));
+        let deliver = !w.wire.is_empty() && (can_trigger.is_empty() || rng.percent(50));
         if deliver {
             let (to, msg) = w.wire.swap_remove(rng.below(w.wire.len() as u64) as usize);
             let local = w.sides[to].local(step);

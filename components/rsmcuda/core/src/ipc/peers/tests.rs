@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::ipc::{IpcState, MAX_TRIES};
-use crate::testutil::Rng;
+use seeded_rng::Rng;
 
 fn cfg(my_rank: u32, nranks: u32, host_cuda_aware: bool) -> PeersConfig {
     PeersConfig {
@@ -40,7 +40,7 @@ fn flush(me: u32, p: &mut Proc, wire: &mut Wire, rng: &mut Rng, refuse: u64) {
     while let Some(o) = p.peers.pop() {
         match o {
             Output::Send { to, msg } => {
-                if rng.chance(refuse) {
+                if rng.percent(refuse) {
                     p.peers.requeue(o);
                     return;
                 }
@@ -343,8 +343,8 @@ fn random_interleavings_of_two_and_three_processes() {
         let mut rng = Rng::new(seed ^ 0x5eed);
         let n = 2 + rng.below(2) as usize;
         let devices: Vec<CudaDevice> = (0..n).map(|_| rng.below(2) as i32).collect();
-        let aware: Vec<bool> = (0..n).map(|_| !rng.chance(15)).collect();
-        let access = !rng.chance(20);
+        let aware: Vec<bool> = (0..n).map(|_| !rng.percent(15)).collect();
+        let access = !rng.percent(20);
         let mut sim = Sim::new(seed, &devices, &aware, access);
         for _ in 0..rng.below(200) {
             sim.step();
