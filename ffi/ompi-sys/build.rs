@@ -10,6 +10,23 @@ const ALLOW_PATTERNS: &[&str] = &[
     "opal_.*", "ompi_.*", "mca_.*", "rmca_.*", "OPAL_.*", "OMPI_.*", "MCA_.*", "MPI_.*",
 ];
 
+/// The few hwloc items `mca::hwloc` uses to read the topology libopen-pal has already
+/// loaded (`opal_hwloc_topology`). Named one by one: `hwloc_.*` would bind the whole API,
+/// including hwloc's many `static inline` helpers, each needing a shim wrapper. All the
+/// functions here are exported by libhwloc (hwloc 2.x), none is inline.
+const HWLOC_FUNCTIONS: &[&str] = &[
+    "hwloc_get_api_version",
+    "hwloc_get_type_depth",
+    "hwloc_get_nbobjs_by_depth",
+    "hwloc_get_obj_by_depth",
+    "hwloc_get_cpubind",
+    "hwloc_bitmap_alloc",
+    "hwloc_bitmap_free",
+    "hwloc_bitmap_intersects",
+];
+const HWLOC_TYPES: &[&str] = &["hwloc_cpubind_flags_t", "hwloc_get_type_depth_e"];
+const HWLOC_VARS: &[&str] = &["HWLOC_API_VERSION"];
+
 /// Items the allowlist would drag in but that must not be bound, each with its reason.
 const BLOCKLIST: &[(&str, &str)] = &[
     // 128-bit long double fields: no stable Rust equivalent; nothing we call uses them.
@@ -46,9 +63,14 @@ fn main() {
         for dir in &install.lib_dirs {
             println!("cargo:rustc-link-search=native={}", dir.display());
         }
-        // libmpi for the MTL side (requests, communicators), libopen-pal for everything.
+        // libmpi for the MTL side (requests, communicators), libopen-pal for everything,
+        // and the external hwloc libopen-pal itself links (Debian: --with-hwloc=external),
+        // whose functions `mca::hwloc` calls on libopen-pal's topology. In the process the
+        // component is loaded into they are already there; naming the library lets the
+        // test executables link.
         println!("cargo:rustc-link-lib=dylib=mpi");
         println!("cargo:rustc-link-lib=dylib=open-pal");
+        println!("cargo:rustc-link-lib=dylib=hwloc");
     }
     println!(
         "cargo:include={}",
@@ -80,6 +102,15 @@ fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
             .allowlist_function(pattern)
             .allowlist_type(pattern)
             .allowlist_var(pattern);
+    }
+    for name in HWLOC_FUNCTIONS {
+        builder = builder.allowlist_function(name);
+    }
+    for name in HWLOC_TYPES {
+        builder = builder.allowlist_type(name);
+    }
+    for name in HWLOC_VARS {
+        builder = builder.allowlist_var(name);
     }
     for (pattern, _reason) in BLOCKLIST {
         builder = builder.blocklist_item(pattern);

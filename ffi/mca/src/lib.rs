@@ -8,6 +8,8 @@
 //! - [`error`], [`params`], [`pvars`], [`help`], [`output`], [`progress`], [`proc`]:
 //!   error codes, MCA variables, MPI_T pvars, show_help, verbosity streams,
 //!   progress registration, processes and the modex.
+//! - [`hwloc`]: the NUMA nodes of Open MPI's hwloc topology that this thread's binding
+//!   touches.
 
 pub mod btl;
 pub mod component;
@@ -15,6 +17,7 @@ pub mod convertor;
 pub mod error;
 pub mod guard;
 pub mod help;
+pub mod hwloc;
 pub mod mtl;
 pub mod object;
 pub mod output;

@@ -3,9 +3,9 @@
 //! machine and binding memory are rsmcuda-shm's.
 //!
 //! The topology comes from Open MPI's already-loaded hwloc topology
-//! (`opal_hwloc_topology`: the NUMA nodes whose cpusets meet this thread's binding).
-//! Where that cannot be read (an Open MPI with renamed hwloc symbols, no topology
-//! loaded), the same facts come from the kernel: the binding (`sched_getaffinity`)
+//! (`opal_hwloc_topology`, read by `mca::hwloc`: the NUMA nodes whose cpusets meet this
+//! thread's binding). Where that cannot be read (no topology loaded, a run-time hwloc of
+//! another API version than the headers'), the same facts come from the kernel: the binding (`sched_getaffinity`)
 //! against `/sys/devices/system/node/node*/cpulist`. The verbose line names the source.
 
 use std::sync::OnceLock;
@@ -34,7 +34,7 @@ fn from_sysfs() -> Result<(usize, Home), String> {
 
 fn topology() -> &'static Topology {
     static TOPO: OnceLock<Topology> = OnceLock::new();
-    TOPO.get_or_init(|| match machine::hwloc_numa_of_binding() {
+    TOPO.get_or_init(|| match mca::hwloc::numa_of_binding() {
         Ok((nodes, hits)) => Topology {
             nodes,
             home: numa::home_of(hits),

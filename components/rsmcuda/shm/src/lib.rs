@@ -13,15 +13,14 @@
 //!
 //! This is one of the crate's few places with `unsafe`: it lives in `sys.rs` (libc calls),
 //! `mapping.rs` (offset → reference), `freelist.rs` and `fbox.rs` (payload byte ranges) and `cma.rs`; `numa.rs` is safe and
-//! calls `sys.rs` for `mbind`, `get_mempolicy` and `sched_getaffinity`, and `hwloc.rs` (raw)
-//! for Open MPI's hwloc topology.
+//! calls `sys.rs` for `mbind`, `get_mempolicy` and `sched_getaffinity`. Open MPI's hwloc
+//! topology is read by the BTL through `mca::hwloc`; this crate stays OS-level.
 
 pub mod cma;
 mod error;
 mod fbox;
 mod fifo;
 mod freelist;
-mod hwloc;
 mod layout;
 mod mapping;
 mod name;

@@ -78,13 +78,6 @@ pub fn nodes() -> io::Result<Vec<(u32, String)>> {
     Ok(nodes)
 }
 
-/// From Open MPI's already-loaded hwloc topology: the number of NUMA nodes and the OS
-/// indexes of those the calling thread's binding touches. `Err` says why not (not
-/// inside Open MPI, renamed hwloc symbols, no topology, not hwloc 2.x).
-pub fn hwloc_numa_of_binding() -> Result<(usize, Vec<u32>), String> {
-    crate::hwloc::numa_of_binding()
-}
-
 /// The CPUs this process may run on (its binding; `sched_getaffinity`).
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     sys::allowed_cpus()

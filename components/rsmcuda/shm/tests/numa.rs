@@ -87,9 +87,3 @@ fn this_process_runs_somewhere_known() {
         );
     }
 }
-
-#[test]
-fn outside_open_mpi_the_hwloc_topology_is_absent_and_says_why() {
-    let e = numa::hwloc_numa_of_binding().unwrap_err();
-    assert!(e.contains("opal_hwloc_topology"), "{e}");
-}
