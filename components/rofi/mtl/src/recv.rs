@@ -13,7 +13,7 @@ use crate::raw::fabric::ADDR_ANY;
 use crate::raw::post::{self, Matching};
 use crate::raw::slot::Slot;
 use crate::raw::{message, slot};
-use crate::request::{Op, RequestState};
+use crate::request::{Op, RequestState, post_failed_status, probe_status};
 use crate::stats::{Counter, bump};
 
 const ANY: i32 = -1;
@@ -79,13 +79,7 @@ impl Engine {
                 crate::raw::fabric::strerror(rc)
             );
             // Not posted: complete it with the error, as a completion would.
-            slot::complete(
-                raw,
-                Status {
-                    error: sys::MPI_ERR_INTERN as i32,
-                    ..Status::default()
-                },
-            );
+            slot::complete(raw, post_failed_status());
         }
         Ok(())
     }
@@ -134,13 +128,7 @@ impl Engine {
         let mut ctx = OpContext::new(Target::Local(&op));
         let ev = self.peek(self.ctx_of(comm), &m, &mut ctx, &op, fabric_sys::FI_PEEK)?;
         match complete_probe(&self.layout, None, Self::probe_event(ev)) {
-            ProbeOutcome::Found(s) => Ok(Some(Status {
-                source: s.source as i32,
-                tag: s.tag,
-                error: 0,
-                cancelled: false,
-                count: s.count as usize,
-            })),
+            ProbeOutcome::Found(s) => Ok(Some(probe_status(&s))),
             ProbeOutcome::NotFound | ProbeOutcome::Claimed(_) => Ok(None),
             ProbeOutcome::Failed(e) => {
                 verbose!(self.stream, 1, "mtl:rofi: probe failed: {:?}", op_error(e));
@@ -177,14 +165,7 @@ impl Engine {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(handle as usize, Owned(Claimed { ctx, message: msg }));
-                let status = Status {
-                    source: s.source as i32,
-                    tag: s.tag,
-                    error: 0,
-                    cancelled: false,
-                    count: s.count as usize,
-                };
-                Ok(Some((handle, status)))
+                Ok(Some((handle, probe_status(&s))))
             }
             ProbeOutcome::NotFound | ProbeOutcome::Found(_) => Ok(None),
             ProbeOutcome::Failed(e) => {
@@ -242,13 +223,7 @@ impl Engine {
         let rc =
             self.retry(|| post::recv(self, c, ptr, capacity, &m, ctx_ptr, fabric_sys::FI_CLAIM));
         if rc < 0 {
-            slot::complete(
-                raw,
-                Status {
-                    error: sys::MPI_ERR_INTERN as i32,
-                    ..Status::default()
-                },
-            );
+            slot::complete(raw, post_failed_status());
         }
         Ok(())
     }

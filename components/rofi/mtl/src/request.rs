@@ -3,7 +3,7 @@
 use mca::convertor::{ReceiveBuffer, SendBuffer};
 use mca::mtl::{Comm, Status};
 use mca::sys;
-use rofi_core::sync::{RecvError, RecvPath, RecvStatus, SendError, SendTracker};
+use rofi_core::sync::{ProbeStatus, RecvError, RecvPath, RecvStatus, SendError, SendTracker};
 
 use crate::raw::context::{Leg, OpContext, Target};
 
@@ -121,6 +121,25 @@ pub fn recv_status(s: &RecvStatus) -> Status {
         },
         cancelled: s.cancelled,
         count: s.count as usize,
+    }
+}
+
+/// The MPI status of a message a probe found (or claimed).
+pub fn probe_status(s: &ProbeStatus) -> Status {
+    Status {
+        source: s.source as i32,
+        tag: s.tag,
+        error: 0,
+        cancelled: false,
+        count: s.count as usize,
+    }
+}
+
+/// The status of an operation that could not even be posted.
+pub fn post_failed_status() -> Status {
+    Status {
+        error: sys::MPI_ERR_INTERN as i32,
+        ..Status::default()
     }
 }
 
