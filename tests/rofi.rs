@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use mca_harness::{
-    Job, McaConfig, assert_every_parameter_has_help, conformance_suite, exported_symbols,
-    ompi_info_params, program,
+    Job, JobOutput, McaConfig, assert_every_parameter_has_help, conformance_suite,
+    exported_symbols, ompi_info_params, program,
 };
 
 /// rofi with its default provider choice (tcp;ofi_rxm on this machine).
@@ -23,6 +23,17 @@ fn rofi_on(provider: &str) -> McaConfig {
     rofi()
         .with("mtl_rofi_provider_include", provider)
         .named(&format!("rofi-{provider}"))
+}
+
+/// Asserts the job failed on its own (no timeout) and its output gives every reason.
+fn assert_refused_with(out: &JobOutput, reasons: &[&str]) {
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        reasons.iter().all(|reason| log.contains(reason)),
+        "{}",
+        out.report()
+    );
 }
 
 fn rofi_tag_mode(mode: &str) -> McaConfig {
@@ -187,15 +198,15 @@ fn a_nonexistent_provider_declines_cleanly() {
     let out = Job::new(&rofi_on("nosuchprov"), 2, program("checker_selftest"))
         .timeout(Duration::from_secs(60))
         .run();
-    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(
-        log.contains("found no libfabric provider it can use")
-            && log.contains("tcp;ofi_rxm")
-            && log.contains("not in mtl_rofi_provider_include"),
-        "{}",
-        out.report()
+    assert_refused_with(
+        &out,
+        &[
+            "found no libfabric provider it can use",
+            "tcp;ofi_rxm",
+            "not in mtl_rofi_provider_include",
+        ],
     );
+    let log = format!("{}{}", out.stdout, out.stderr);
     assert!(!log.contains("Segmentation fault"), "{}", out.report());
 }
 
@@ -302,12 +313,9 @@ fn more_contexts_than_the_provider_has_are_refused() {
     let out = Job::new(&rofi_sep(17, true), 2, program("checker_selftest"))
         .timeout(Duration::from_secs(60))
         .run();
-    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(
-        log.contains("mtl_rofi_num_ctxts=17 exceeds the provider's 16 contexts"),
-        "{}",
-        out.report()
+    assert_refused_with(
+        &out,
+        &["mtl_rofi_num_ctxts=17 exceeds the provider's 16 contexts"],
     );
 }
 
@@ -321,13 +329,12 @@ fn scalable_endpoints_on_tcp_are_refused() {
     let out = Job::new(&config, 2, program("checker_selftest"))
         .timeout(Duration::from_secs(60))
         .run();
-    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(
-        log.contains("tcp;ofi_rxm")
-            && log.contains("scalable endpoints unavailable: the provider offers 1 context"),
-        "{}",
-        out.report()
+    assert_refused_with(
+        &out,
+        &[
+            "tcp;ofi_rxm",
+            "scalable endpoints unavailable: the provider offers 1 context",
+        ],
     );
 }
 
@@ -338,12 +345,9 @@ fn thread_grouping_without_sep_is_refused() {
     let out = Job::new(&config, 2, program("checker_selftest"))
         .timeout(Duration::from_secs(60))
         .run();
-    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(
-        log.contains("mtl_rofi_thread_grouping requires mtl_rofi_enable_sep=1"),
-        "{}",
-        out.report()
+    assert_refused_with(
+        &out,
+        &["mtl_rofi_thread_grouping requires mtl_rofi_enable_sep=1"],
     );
 }
 
@@ -372,12 +376,9 @@ fn shm_runs_or_is_refused_for_its_known_defect() {
         .timeout(Duration::from_secs(120))
         .run();
     if libfabric_version() < (1, 19) {
-        assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
-        let log = format!("{}{}", out.stdout, out.stderr);
-        assert!(
-            log.contains("shm [shm]: rejected: libfabric < 1.19's shm matches unexpected"),
-            "{}",
-            out.report()
+        assert_refused_with(
+            &out,
+            &["shm [shm]: rejected: libfabric < 1.19's shm matches unexpected"],
         );
     } else {
         out.assert_passed();
