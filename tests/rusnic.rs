@@ -92,6 +92,55 @@ fn in_process_faults_lose_no_byte() {
     );
 }
 
+/// Sums the counter after `label` (e.g. "put ") over every rank's statistics line, in
+/// the sends part (`sends_part`) or the receives part of the line.
+fn stats_counter(text: &str, sends_part: bool, label: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.contains("btl:rusnic rank"))
+        .filter_map(|l| {
+            let (sends, recvs) = l.split_once(" recvs ")?;
+            let part = if sends_part { sends } else { recvs };
+            part.split(label)
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// Large contiguous messages go through emulated PUT (ob1's RDMA protocol): the bytes
+/// land straight in the receive buffer. Every byte is verified with PUT on, and again
+/// with PUT taken out of `btl_rusnic_flags` (send/receive pipeline only).
+#[test]
+fn large_messages_use_emulated_put() {
+    let cfg = rusnic().with("btl_rusnic_stats", "3600");
+    let out = Job::new(&cfg, 2, program("p2p_sizes"))
+        .timeout(Duration::from_secs(180))
+        .run();
+    out.assert_passed();
+    let text = format!("{}{}", out.stdout, out.stderr);
+    let (sent, placed) = (
+        stats_counter(&text, true, "put "),
+        stats_counter(&text, false, "put "),
+    );
+    assert!(
+        sent > 0 && sent == placed,
+        "PUT segments sent {sent}, placed {placed}:\n{text}"
+    );
+    let no_put = cfg
+        .with("btl_rusnic_flags", "send,inplace")
+        .named("rusnic-no-put");
+    let out = Job::new(&no_put, 2, program("p2p_sizes"))
+        .timeout(Duration::from_secs(180))
+        .run();
+    out.assert_passed();
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(stats_counter(&text, true, "put "), 0, "{text}");
+    assert!(stats_counter(&text, true, "chunk ") > 0, "{text}");
+}
+
 fn rusnic_with_loss(percent: &str) -> McaConfig {
     rusnic_on_ports().with_loss(&[
         "--percent",

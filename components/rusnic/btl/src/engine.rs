@@ -7,13 +7,35 @@ use std::net::SocketAddrV4;
 
 use rusnic_core::fault::{FaultConfig, FaultInjector};
 use rusnic_core::{
-    Channel, Config, ConfigError, Endpoint, Event, Instant, SendError, Shared, Stats, Transmit,
+    Channel, Config, ConfigError, Endpoint, Event, Instant, PutTarget, SendError, Shared, Stats,
+    Transmit,
 };
 
 use crate::backend::{Backend, index};
 
 /// Datagrams taken from the core per transmit pass before they go to the backend.
 const TX_BATCH: usize = 128;
+
+/// A send or put the core refused as busy, in submission order.
+struct Waiting {
+    peer: u64,
+    id: u64,
+    tag: u8,
+    /// The peer's address for a put.
+    put_addr: Option<u64>,
+    data: Shared,
+    len: usize,
+}
+
+impl Waiting {
+    fn offer(&self, core: &mut Endpoint) -> Result<(), SendError> {
+        let data = self.data.clone();
+        match self.put_addr {
+            Some(addr) => core.put_shared(self.peer, self.id, addr, data, self.len),
+            None => core.send_shared(self.peer, self.id, self.tag, data, self.len),
+        }
+    }
+}
 
 pub struct Engine {
     local_id: u64,
@@ -25,8 +47,7 @@ pub struct Engine {
     /// Datagrams the backend could not take yet (full socket buffer), per channel.
     backlog: [VecDeque<(SocketAddrV4, Transmit)>; 2],
     /// Fragments the core refused as busy: kept here so a send never fails.
-    /// (peer, id, tag, data, len)
-    overflow: VecDeque<(u64, u64, u8, Shared, usize)>,
+    overflow: VecDeque<Waiting>,
     /// Seeded in-process fault injection, when enabled.
     fault_cfg: Option<(u64, FaultConfig)>,
     /// One injector per (peer, channel) so a held-back datagram keeps its destination.
@@ -91,25 +112,61 @@ impl Engine {
         if let Some(conn) = self.core.as_mut().and_then(|c| c.remove_peer(peer)) {
             self.retired.accumulate(conn.stats());
         }
-        self.addrs.remove(&peer);
         self.faults.retain(|(p, _), _| *p != peer);
-        self.overflow.retain(|(p, ..)| *p != peer);
+        self.overflow.retain(|w| w.peer != peer);
+        // Nothing may keep lent PUT buffers alive for a peer that is gone.
+        if let Some(addrs) = self.addrs.get(&peer).copied() {
+            for (lane, addr) in self.backlog.iter_mut().zip(addrs) {
+                lane.retain(|(dst, _)| *dst != addr);
+            }
+        }
+        self.addrs.remove(&peer);
     }
 
     /// Queues the fragment `data[..len]` (shared with the core, not copied); never fails
     /// for lack of resources. Returns the id its `SendComplete` event will carry.
     pub fn send(&mut self, peer: u64, tag: u8, data: Shared, len: usize) -> Result<u64, SendError> {
+        self.submit(peer, tag, None, data, len)
+    }
+
+    /// Queues an emulated PUT of `data[..len]` to `addr` at the peer, as `send`.
+    pub fn put(
+        &mut self,
+        peer: u64,
+        addr: u64,
+        data: Shared,
+        len: usize,
+    ) -> Result<u64, SendError> {
+        self.submit(peer, 0, Some(addr), data, len)
+    }
+
+    fn submit(
+        &mut self,
+        peer: u64,
+        tag: u8,
+        put_addr: Option<u64>,
+        data: Shared,
+        len: usize,
+    ) -> Result<u64, SendError> {
         let core = self.core.as_mut().ok_or(SendError::UnknownPeer)?;
-        let id = self.next_id;
+        let waiting = Waiting {
+            peer,
+            id: self.next_id,
+            tag,
+            put_addr,
+            data,
+            len,
+        };
         self.next_id += 1;
+        let id = waiting.id;
         // Keep per-peer order behind fragments already waiting here.
-        if self.overflow.iter().any(|(p, ..)| *p == peer) {
-            self.overflow.push_back((peer, id, tag, data, len));
+        if self.overflow.iter().any(|w| w.peer == peer) {
+            self.overflow.push_back(waiting);
             return Ok(id);
         }
-        match core.send_shared(peer, id, tag, data.clone(), len) {
+        match waiting.offer(core) {
             Err(SendError::Busy) => {
-                self.overflow.push_back((peer, id, tag, data, len));
+                self.overflow.push_back(waiting);
                 Ok(id)
             }
             other => other.map(|()| id),
@@ -124,20 +181,25 @@ impl Engine {
             .as_ref()
             .and_then(|c| c.connection(peer))
             .map_or(0, |c| c.queued_fragments());
-        core + self.overflow.iter().filter(|(p, ..)| *p == peer).count()
+        core + self.overflow.iter().filter(|w| w.peer == peer).count()
     }
 
     /// Whether the core would refuse this fragment right now (sendi's fast check).
     pub fn would_queue_outside_core(&self, peer: u64) -> bool {
-        self.overflow.iter().any(|(p, ..)| *p == peer)
+        self.overflow.iter().any(|w| w.peer == peer)
     }
 
     /// Reads what arrived, priority channel first (ACKs free window and credits), each
     /// channel until it is drained or `budget_rounds` full batches were read. When the
     /// priority channel had something, the data channel waits for the next call (once:
     /// the call after always reads it), so a small message goes up to ob1 without an
-    /// empty receive call in between.
-    pub fn pump_rx(&mut self, now: Instant, budget_rounds: usize) -> usize {
+    /// empty receive call in between. PUT data goes to `target` as it arrives.
+    pub fn pump_rx(
+        &mut self,
+        now: Instant,
+        budget_rounds: usize,
+        target: &mut dyn PutTarget,
+    ) -> usize {
         let Some(core) = self.core.as_mut() else {
             // Nobody to talk to yet: drain so the kernel buffer cannot fill with stale data.
             let mut n = 0;
@@ -157,9 +219,9 @@ impl Engine {
                 self.data_deferred = false;
             }
             for _ in 0..budget_rounds.max(1) {
-                let got = self
-                    .backend
-                    .recv(ch, &mut |bytes| core.handle_datagram(now, ch, None, bytes));
+                let got = self.backend.recv(ch, &mut |bytes| {
+                    core.handle_datagram_into(now, ch, None, bytes, target)
+                });
                 total += got;
                 if got < full {
                     break;
@@ -203,12 +265,12 @@ impl Engine {
         let Some(core) = self.core.as_mut() else {
             return 0;
         };
-        while let Some((peer, id, tag, data, len)) = self.overflow.front() {
-            match core.send_shared(*peer, *id, *tag, data.clone(), *len) {
+        while let Some(w) = self.overflow.front() {
+            match w.offer(core) {
                 Err(SendError::Busy) => break,
                 Ok(()) => {}
                 // The peer failed (already reported) while the fragment waited here.
-                Err(_) => self.failed_ids.push(*id),
+                Err(_) => self.failed_ids.push(w.id),
             }
             self.overflow.pop_front();
         }

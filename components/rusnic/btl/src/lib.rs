@@ -11,9 +11,12 @@ mod iface;
 mod modex;
 mod module;
 mod params;
+mod put;
 mod raw;
 mod raw_crc;
 mod raw_ob1;
+mod raw_put;
+mod regions;
 mod stats;
 
 use std::hash::{BuildHasher, Hasher};
@@ -71,6 +74,7 @@ impl BtlComponent for Component {
             bandwidth: 10_000,
             flags: sys::MCA_BTL_FLAGS_SEND
                 | sys::MCA_BTL_FLAGS_SEND_INPLACE
+                | sys::MCA_BTL_FLAGS_PUT
                 | sys::MCA_BTL_FLAGS_SINGLE_ADD_PROCS,
             put_limit: 0,
             get_limit: 0,

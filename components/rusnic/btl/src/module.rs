@@ -11,7 +11,9 @@ use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mca::btl::{Btl, BtlModule, Descriptor, SendStatus, SendiRefused};
+use mca::btl::{
+    Btl, BtlModule, Descriptor, RdmaCompletion, RdmaOp, Registration, SendStatus, SendiRefused,
+};
 use mca::convertor::Convertor;
 use mca::proc::Proc;
 use mca::{Error, Result, sys, verbose};
@@ -21,8 +23,11 @@ use crate::engine::Engine;
 use crate::iface;
 use crate::modex::Contact;
 use crate::params;
+use crate::put::Puts;
 use crate::raw::IfAddr;
 use crate::raw_ob1::{self, new_frag};
+use crate::raw_put::{self, RegionWriter};
+use crate::regions::Regions;
 use crate::{help, stats, stream};
 
 /// What ob1 holds per reachable peer.
@@ -40,6 +45,11 @@ pub struct Rusnic {
     /// engine's send id: (peer, endpoint address, descriptor).
     awaiting_ack: Mutex<HashMap<u64, (u64, usize, Descriptor)>>,
     peers: Mutex<HashMap<u64, Proc>>,
+    /// Emulated PUTs in progress (this process's side of ob1's RDMA protocol).
+    puts: Mutex<Puts>,
+    /// Buffers ob1 registered: the only memory arriving PUT data may land in. Locked
+    /// inside the engine lock, never the other way round.
+    regions: Mutex<Regions>,
     isn: u16,
     rank: u32,
     ifaddrs: Vec<IfAddr>,
@@ -57,6 +67,8 @@ impl Rusnic {
             completions: Mutex::new(VecDeque::new()),
             awaiting_ack: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
+            puts: Mutex::new(Puts::default()),
+            regions: Mutex::new(Regions::default()),
             isn: contact.isn,
             rank: local_id as u32,
             ifaddrs,
@@ -72,6 +84,14 @@ impl Rusnic {
 
     fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn puts(&self) -> std::sync::MutexGuard<'_, Puts> {
+        self.puts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn regions(&self) -> std::sync::MutexGuard<'_, Regions> {
+        self.regions.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Component progress: datagrams in, timers, datagrams out, then deliveries and
@@ -91,7 +111,9 @@ impl Rusnic {
         let received;
         {
             let mut eng = this.engine();
-            received = eng.pump_rx(now, 4);
+            let regions = this.regions();
+            received = eng.pump_rx(now, 4, &mut RegionWriter { regions: &regions });
+            drop(regions);
             handled += received;
             if received == 0 {
                 // Nothing arrived since the last call, which delivered everything and
@@ -118,7 +140,8 @@ impl Rusnic {
                     spent.push((peer, data));
                 }
                 Event::Put { .. } => {
-                    // We never advertise PUT, so no peer sends one; still free its buffer.
+                    // Only datagrams handled without a PutTarget make these, and pump_rx
+                    // always passes one; still free its buffer.
                     *reposts.entry(peer).or_default() += 1;
                 }
                 Event::SendComplete { id } => this.acked(btl, id, sys::OPAL_SUCCESS),
@@ -140,8 +163,19 @@ impl Rusnic {
             // Reposts may reopen a window the peer waits for (an immediate ACK).
             eng.pump_tx(this.now());
         }
+        handled += this.finish_puts(btl);
         this.maybe_stats(now);
         handled
+    }
+
+    /// Runs the callbacks of puts that are over and whose buffers are released.
+    fn finish_puts(&self, btl: &Btl<Rusnic>) -> usize {
+        let ready = self.puts().take_ready();
+        let n = ready.len();
+        for (done, status) in ready {
+            done.complete(btl, status);
+        }
+        n
     }
 
     /// The send `id` was acknowledged (or failed): run its descriptor's callback if it
@@ -152,8 +186,12 @@ impl Rusnic {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&id);
-        if let Some((_, endpoint, des)) = waiting {
-            raw_ob1::complete(btl, endpoint, des, status);
+        match waiting {
+            Some((_, endpoint, des)) => raw_ob1::complete(btl, endpoint, des, status),
+            None => {
+                let status = Error::from_code(status).map_or(Ok(()), Err);
+                self.puts().piece_ended(id, status);
+            }
         }
     }
 
@@ -224,12 +262,13 @@ impl Rusnic {
         }
     }
 
-    /// Drives progress until nothing is unacknowledged, or `limit` passes.
+    /// Drives progress until nothing is unacknowledged and every put completed, or
+    /// `limit` passes.
     fn drain(btl: &Btl<Rusnic>, limit: Duration) -> bool {
         let start = std::time::Instant::now();
         loop {
             Rusnic::progress(btl);
-            if btl.engine().idle() {
+            if btl.engine().idle() && btl.puts().is_empty() {
                 return true;
             }
             if start.elapsed() >= limit {
@@ -397,6 +436,8 @@ impl BtlModule for Rusnic {
     type Endpoint = PeerEndpoint;
     const HAS_SENDI: bool = true;
     const HAS_FLUSH: bool = true;
+    const HAS_PUT: bool = true;
+    const HAS_REGISTER_MEM: bool = true;
 
     fn add_procs(btl: &Btl<Self>, procs: &[Proc]) -> Result<Vec<Option<PeerEndpoint>>> {
         raw_ob1::set_module(btl);
@@ -423,6 +464,7 @@ impl BtlModule for Rusnic {
             help::show_invalid(&e.to_string());
             Error::BAD_PARAM
         })?;
+        btl.set_registration_handle_size(raw_put::HANDLE_WIRE_LEN);
         Ok(procs.iter().map(|p| btl.connect(btl, p)).collect())
     }
 
@@ -439,6 +481,8 @@ impl BtlModule for Rusnic {
             }
         }
         btl.abandon_awaiting(btl, Some(&ids));
+        btl.puts().abandon(Some(&ids));
+        btl.finish_puts(btl);
         Ok(())
     }
 
@@ -449,6 +493,8 @@ impl BtlModule for Rusnic {
         }
         btl.run_completions(btl);
         btl.abandon_awaiting(btl, None);
+        btl.puts().abandon(None);
+        btl.finish_puts(btl);
         let s = btl.engine().stats();
         stats::publish(&s);
         if params::get().stats.get() > 0 {
@@ -550,6 +596,82 @@ impl BtlModule for Rusnic {
         let len = buf.len();
         btl.submit(btl, ep.id, tag, (Arc::new(buf), len), None)
             .map_err(|_| SendiRefused { descriptor: None })
+    }
+
+    /// Emulated PUT: the bytes travel as data segments carrying their destination and
+    /// land in the peer's registered buffer as they arrive; `done` runs once the peer
+    /// acknowledged them all. The source is read in place, never copied.
+    fn put(btl: &Btl<Self>, ep: &PeerEndpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
+        if let Some(h) = op.remote_handle {
+            let (base, len) = raw_put::peer_region(h);
+            let inside = op.remote >= base
+                && (op.remote - base)
+                    .checked_add(op.size as u64)
+                    .is_some_and(|end| end <= len);
+            if !inside {
+                help::show(
+                    "internal error",
+                    &[&format!(
+                        "put of {} bytes to {:#x} lies outside the peer's registered region \
+                         {base:#x}+{len}",
+                        op.size, op.remote
+                    )],
+                );
+                return Err(Error::BAD_PARAM);
+            }
+        }
+        if op.size == 0 {
+            done.complete(btl, Ok(()));
+            return Ok(());
+        }
+        let piece = max_fragment(btl);
+        let mut eng = btl.engine();
+        let mut puts = btl.puts();
+        let put = puts.begin(ep.id, done);
+        for off in (0..op.size).step_by(piece) {
+            let len = piece.min(op.size - off);
+            let lent = raw_put::lend(&op, off, len);
+            match eng.put(ep.id, op.remote + off as u64, lent.clone(), len) {
+                Ok(id) => puts.add_piece(put, id, lent),
+                Err(e) => {
+                    let err = match e {
+                        SendError::Busy => Error::OUT_OF_RESOURCE,
+                        SendError::TooLarge { .. } => Error::BAD_PARAM,
+                        SendError::Failed | SendError::UnknownPeer => Error::UNREACH,
+                    };
+                    if puts.fail_rest(put, err).is_some() {
+                        // Nothing was queued: ob1 gets the error instead of a callback.
+                        return Err(err);
+                    }
+                    break;
+                }
+            }
+        }
+        drop(puts);
+        eng.pump_tx(btl.now());
+        Ok(())
+    }
+
+    /// Registration is bookkeeping only (nothing to pin): it opens the buffer for PUT
+    /// data from peers until ob1 deregisters it.
+    fn register_mem(
+        btl: &Btl<Self>,
+        _ep: Option<&PeerEndpoint>,
+        base: *mut u8,
+        size: usize,
+        _flags: u32,
+    ) -> Option<Registration> {
+        let key = btl.regions().open(base as u64, size as u64)?;
+        Some(raw_put::new_handle(base as u64, size as u64, key))
+    }
+
+    fn deregister_mem(btl: &Btl<Self>, handle: Registration) -> Result<()> {
+        let key = raw_put::take_handle(handle);
+        if btl.regions().close(key) {
+            Ok(())
+        } else {
+            Err(Error::BAD_PARAM)
+        }
     }
 
     fn flush(btl: &Btl<Self>, _endpoint: Option<&PeerEndpoint>) -> Result<()> {

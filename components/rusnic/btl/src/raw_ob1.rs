@@ -14,7 +14,11 @@ use crate::module::Rusnic;
 /// Our fragments: the C descriptor with one segment over a buffer the protocol core may
 /// share once the fragment is sent (zero-copy: the core's datagrams refer to it until
 /// the peer acknowledged them, possibly after ob1 freed the descriptor).
-pub type OurFrag = Frag<Shared>;
+pub type OurFrag = Frag<FragBuf>;
+
+/// A fragment buffer: handed to the core as a [`Shared`] (same allocation, same count),
+/// reusable once the core dropped its clones.
+pub type FragBuf = Arc<Vec<u8>>;
 
 /// The live module, set at add_procs and cleared at finalize, for component progress
 /// (which Open MPI calls without a module argument).
@@ -51,11 +55,11 @@ const POOL_MAX: usize = 64;
 
 /// Large fragment buffers given back by `free`, for the next `new_frag`; one is
 /// reusable once the core dropped its references (`Arc::get_mut` succeeds).
-static POOL: Mutex<Vec<Shared>> = Mutex::new(Vec::new());
+static POOL: Mutex<Vec<FragBuf>> = Mutex::new(Vec::new());
 
 /// A buffer of at least `len` initialized bytes (stale contents when recycled: every
 /// caller overwrites what it sends, and segments say how much of it is in use).
-fn buffer(len: usize) -> Shared {
+fn buffer(len: usize) -> FragBuf {
     if len >= POOL_MIN {
         let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
         let free = pool
@@ -76,7 +80,7 @@ fn buffer(len: usize) -> Shared {
     Arc::new(vec![0u8; len])
 }
 
-fn recycle(b: Shared) {
+fn recycle(b: FragBuf) {
     if b.capacity() < POOL_MIN {
         return;
     }
@@ -108,10 +112,11 @@ pub fn new_frag(len: usize) -> Box<OurFrag> {
 pub fn share_payload(des: Descriptor) -> (Shared, usize) {
     // SAFETY: ob1 only passes our own descriptors to send, once, and does not touch the
     // descriptor while send runs.
-    let frag = unsafe { Frag::<Shared>::peek_ref(des) };
+    let frag = unsafe { Frag::<FragBuf>::peek_ref(des) };
     let len = (frag.segments[0].seg_len as usize).min(frag.extra.len());
     if des.btl_owned() {
-        (frag.extra.clone(), len)
+        let shared: Shared = frag.extra.clone();
+        (shared, len)
     } else {
         (Arc::new(frag.extra[..len].to_vec()), len)
     }
@@ -121,7 +126,7 @@ pub fn share_payload(des: Descriptor) -> (Shared, usize) {
 pub fn free(des: Descriptor) {
     // SAFETY: a descriptor we made with `new_frag(..).into_descriptor()`, given back
     // once by ob1 (free) or owned by us (BTL ownership after completion).
-    let mut frag = unsafe { Frag::<Shared>::from_descriptor(des) };
+    let mut frag = unsafe { Frag::<FragBuf>::from_descriptor(des) };
     recycle(std::mem::take(&mut frag.extra));
 }
 

@@ -29,6 +29,7 @@ counters! {
     num_fast_retrans: Counter, "Segments queued for resend by duplicate ACKs or SACK evidence";
     num_chunk_sends: Counter, "First transmissions of chunks of large fragments";
     num_frag_sends: Counter, "First transmissions of whole fragments";
+    num_put_sends: Counter, "First transmissions of emulated PUT segments";
     num_ack_sends: Counter, "Standalone ACKs sent";
     num_total_recvs: Counter, "Datagrams received";
     num_unk_recvs: Counter, "Datagrams from unknown senders, dropped";
@@ -37,7 +38,8 @@ counters! {
     num_oow_high_recvs: Counter, "Data segments beyond the receive window, dropped";
     num_frag_recvs: Counter, "Whole fragments accepted";
     num_chunk_recvs: Counter, "Chunks accepted";
-    num_badfrag_recvs: Counter, "Chunks dropped for a mismatched or unavailable reassembly";
+    num_put_recvs: Counter, "Emulated PUT segments placed in registered memory";
+    num_badfrag_recvs: Counter, "Chunks dropped for a mismatched or unavailable reassembly, PUT segments outside a registered region";
     num_ack_recvs: Counter, "Datagrams carrying an ACK";
     num_old_dup_acks: Counter, "ACKs older than the cumulative ACK";
     num_dup_acks: Counter, "Duplicate ACKs while data was outstanding";
@@ -71,12 +73,13 @@ pub fn publish(s: &Stats) {
 /// One line in the spirit of the reference's periodic printout.
 pub fn line(rank: u32, s: &Stats) -> String {
     format!(
-        "btl:rusnic rank {rank}: sends {} (frag {} chunk {} ack {}) resends {} (timeout {} fast {}) \
-         recvs {} (frag {} chunk {} ack {}) dup {} oow {}/{} badfrag {} crc {} malformed {} \
+        "btl:rusnic rank {rank}: sends {} (frag {} chunk {} put {} ack {}) resends {} (timeout {} fast {}) \
+         recvs {} (frag {} chunk {} put {} ack {}) dup {} oow {}/{} badfrag {} crc {} malformed {} \
          unknown {} backoffs {} window-hwm {}/{}",
         s.num_total_sends,
         s.num_frag_sends,
         s.num_chunk_sends,
+        s.num_put_sends,
         s.num_ack_sends,
         s.num_resends,
         s.num_timeout_retrans,
@@ -84,6 +87,7 @@ pub fn line(rank: u32, s: &Stats) -> String {
         s.num_total_recvs,
         s.num_frag_recvs,
         s.num_chunk_recvs,
+        s.num_put_recvs,
         s.num_ack_recvs,
         s.num_dup_recvs,
         s.num_oow_low_recvs,

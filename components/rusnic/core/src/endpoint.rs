@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::config::{Config, ConfigError};
 use crate::connection::{Connection, ConnectionParams};
-use crate::event::{Event, SendError, Shared, Transmit};
+use crate::event::{Event, PutTarget, SendError, Shared, Transmit};
 use crate::stats::Stats;
 use crate::time::{Instant, min_deadline};
 use crate::wire::{self, Channel};
@@ -113,6 +113,21 @@ impl Endpoint {
             .put(id, remote_addr, data)
     }
 
+    /// [`Connection::put_shared`] to `peer_id`.
+    pub fn put_shared(
+        &mut self,
+        peer_id: u64,
+        id: u64,
+        remote_addr: u64,
+        data: Shared,
+        len: usize,
+    ) -> Result<(), SendError> {
+        self.peers
+            .get_mut(&peer_id)
+            .ok_or(SendError::UnknownPeer)?
+            .put_shared(id, remote_addr, data, len)
+    }
+
     pub fn repost_rx_buffers(&mut self, peer_id: u64, n: u32) {
         if let Some(c) = self.peers.get_mut(&peer_id) {
             c.repost_rx_buffers(n);
@@ -135,6 +150,30 @@ impl Endpoint {
         from: Option<u64>,
         bytes: &[u8],
     ) {
+        self.receive(now, channel, from, bytes, None);
+    }
+
+    /// [`Endpoint::handle_datagram`] with PUT data placed into `target` on arrival
+    /// ([`Connection::handle_datagram_into`]).
+    pub fn handle_datagram_into(
+        &mut self,
+        now: Instant,
+        channel: Channel,
+        from: Option<u64>,
+        bytes: &[u8],
+        target: &mut dyn PutTarget,
+    ) {
+        self.receive(now, channel, from, bytes, Some(target));
+    }
+
+    fn receive(
+        &mut self,
+        now: Instant,
+        channel: Channel,
+        from: Option<u64>,
+        bytes: &[u8],
+        target: Option<&mut dyn PutTarget>,
+    ) {
         self.stats.num_total_recvs += 1;
         let p = match wire::decode(bytes) {
             Ok(p) => p,
@@ -148,7 +187,7 @@ impl Endpoint {
             return;
         }
         match self.peers.get_mut(&p.sender) {
-            Some(c) => c.handle_packet(now, channel, bytes.len(), &p),
+            Some(c) => c.handle_packet(now, channel, bytes.len(), &p, target),
             None => self.stats.num_unk_recvs += 1,
         }
     }

@@ -4,10 +4,25 @@ use std::sync::Arc;
 
 use crate::wire::Channel;
 
+/// Bytes the core may send from without owning them: a `Vec` the glue filled, or (for an
+/// emulated PUT) a region of the application's memory the glue vouches for until the
+/// operation completes.
+pub trait Payload: Send + Sync + std::fmt::Debug {
+    fn bytes(&self) -> &[u8];
+}
+
+impl Payload for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
+
 /// A fragment's bytes shared between the glue and the core: a glue that already holds
 /// the fragment in a buffer of its own hands it over without a copy, and every datagram
-/// cut from it refers to it ([`Body`]) until the peer acknowledged it.
-pub type Shared = Arc<Vec<u8>>;
+/// cut from it refers to it ([`Body`]) until the peer acknowledged it. Once the fragment
+/// completed (`SendComplete`/`SendFailed`) and every datagram cut from it was dropped,
+/// the core holds no clone: a glue that lent foreign memory waits for that.
+pub type Shared = Arc<dyn Payload>;
 
 /// A datagram to put on the wire to this connection's peer: `head`, then `body`.
 /// The two parts are meant for a gather send (an iovec each), so a segment's payload is
@@ -54,7 +69,7 @@ impl Transmit {
 }
 
 /// A byte range of a [`Shared`] fragment buffer (empty by default).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Body {
     data: Option<Shared>,
     start: usize,
@@ -65,7 +80,7 @@ impl Body {
     /// `data[start..end]`; the range is clamped to the buffer, so it can never panic.
     #[must_use]
     pub fn new(data: Shared, start: usize, end: usize) -> Body {
-        let end = end.min(data.len());
+        let end = end.min(data.bytes().len());
         Body {
             start: start.min(end),
             end,
@@ -75,8 +90,28 @@ impl Body {
 
     #[must_use]
     pub fn as_slice(&self) -> &[u8] {
-        self.data.as_ref().map_or(&[], |d| &d[self.start..self.end])
+        self.data
+            .as_ref()
+            .map_or(&[], |d| &d.bytes()[self.start..self.end])
     }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Body) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Body {}
+
+/// Where PUT payloads land when the glue places them on arrival
+/// ([`crate::Connection::handle_datagram_into`]) instead of taking `Event::Put`s.
+pub trait PutTarget {
+    /// Writes `data` at address `addr` of local memory. `false`: no region open for
+    /// remote writes covers `addr..addr + data.len()`; nothing was written, and the
+    /// datagram is dropped unacknowledged (the peer's retransmissions then fail the
+    /// connection rather than the bytes landing anywhere else).
+    fn place(&mut self, addr: u64, data: &[u8]) -> bool;
 }
 
 /// Something for the upper layer, in the order it happened.
@@ -87,6 +122,8 @@ pub enum Event {
     Deliver { tag: u8, data: Vec<u8> },
     /// Emulated PUT: copy `data` to `remote_addr + offset` in local memory. Holds one
     /// receive buffer like `Deliver`. A large PUT arrives as several events in offset order.
+    /// Only datagrams handled without a [`PutTarget`] produce it; with one, PUT data goes
+    /// straight to the target on arrival.
     Put {
         remote_addr: u64,
         offset: u32,

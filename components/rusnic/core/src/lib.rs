@@ -35,7 +35,7 @@ pub mod wire;
 pub use config::{Config, ConfigError};
 pub use connection::{Connection, ConnectionParams};
 pub use endpoint::Endpoint;
-pub use event::{Body, ConnError, Event, SendError, Shared, Transmit};
+pub use event::{Body, ConnError, Event, Payload, PutTarget, SendError, Shared, Transmit};
 pub use stats::Stats;
 pub use time::Instant;
 pub use wire::Channel;

@@ -16,6 +16,8 @@ pub struct Stats {
     pub num_chunk_sends: u64,
     /// First transmissions of FRAG segments.
     pub num_frag_sends: u64,
+    /// First transmissions of PUT segments (whole or chunk; also counted above).
+    pub num_put_sends: u64,
     /// Standalone ACKs sent.
     pub num_ack_sends: u64,
     /// Datagrams passed to `handle_datagram`.
@@ -32,6 +34,8 @@ pub struct Stats {
     pub num_frag_recvs: u64,
     /// CHUNK segments accepted.
     pub num_chunk_recvs: u64,
+    /// PUT segments accepted (also counted above).
+    pub num_put_recvs: u64,
     /// Chunks dropped: mismatched fragment, or no reassembly slot free.
     pub num_badfrag_recvs: u64,
     /// Datagrams carrying an ACK (standalone or piggy-backed).
@@ -77,6 +81,7 @@ impl Stats {
             num_fast_retrans,
             num_chunk_sends,
             num_frag_sends,
+            num_put_sends,
             num_ack_sends,
             num_total_recvs,
             num_unk_recvs,
@@ -85,6 +90,7 @@ impl Stats {
             num_oow_high_recvs,
             num_frag_recvs,
             num_chunk_recvs,
+            num_put_recvs,
             num_badfrag_recvs,
             num_ack_recvs,
             num_old_dup_acks,

@@ -2,9 +2,11 @@
 //! datagrams arrive, so a behaviour can be pinned down precisely.
 
 use rusnic_core::wire::{self, Kind};
+use std::sync::Arc;
+
 use rusnic_core::{
-    Channel, Config, ConnError, Connection, ConnectionParams, Endpoint, Event, Instant, SendError,
-    Transmit,
+    Channel, Config, ConnError, Connection, ConnectionParams, Endpoint, Event, Instant, PutTarget,
+    SendError, Shared, Transmit,
 };
 
 const US: u64 = 1_000;
@@ -308,6 +310,68 @@ fn put_completes_after_the_last_byte_is_acked() {
     assert_eq!(rebuilt, data);
     deliver(&mut a, &drain(&mut b, 10 * US), 20 * US);
     assert_eq!(events(&mut a), vec![Event::SendComplete { id: 77 }]);
+}
+
+/// Memory for `handle_datagram_into`: one region, and a switch that closes it.
+struct Region {
+    base: u64,
+    bytes: Vec<u8>,
+    open: bool,
+    writes: usize,
+}
+
+impl PutTarget for Region {
+    fn place(&mut self, addr: u64, data: &[u8]) -> bool {
+        let Some(off) = addr.checked_sub(self.base).map(|o| o as usize) else {
+            return false;
+        };
+        if !self.open || off + data.len() > self.bytes.len() {
+            return false;
+        }
+        self.bytes[off..off + data.len()].copy_from_slice(data);
+        self.writes += 1;
+        true
+    }
+}
+
+#[test]
+fn put_from_a_shared_buffer_lands_in_the_target_on_arrival() {
+    let (mut a, mut b) = pair_with(cfg());
+    let data: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+    let shared: Shared = Arc::new(data.clone());
+    a.put_shared(5, 0x2000, shared.clone(), data.len()).unwrap();
+    let mut ts = drain(&mut a, 0);
+    assert!(ts.len() >= 4, "chunked");
+    ts.reverse(); // arrival order does not matter: each chunk lands where it belongs
+    let mut mem = Region {
+        base: 0x2000,
+        bytes: vec![0; 3000],
+        open: false,
+        writes: 0,
+    };
+    for t in &ts {
+        b.handle_datagram_into(Instant(10 * US), t.channel, &t.to_vec(), &mut mem);
+    }
+    // A closed region takes nothing, and nothing is acknowledged.
+    assert_eq!(mem.writes, 0);
+    assert_eq!(b.stats().num_badfrag_recvs, ts.len() as u64);
+    deliver(&mut a, &drain(&mut b, 10 * US), 20 * US);
+    assert!(events(&mut a).is_empty(), "no completion for refused bytes");
+    mem.open = true;
+    for t in &ts {
+        b.handle_datagram_into(Instant(30 * US), t.channel, &t.to_vec(), &mut mem);
+    }
+    assert_eq!(mem.bytes, data);
+    assert_eq!(mem.writes, ts.len());
+    assert!(events(&mut b).is_empty(), "placed data makes no events");
+    deliver(&mut a, &drain(&mut b, 30 * US), 40 * US);
+    assert_eq!(events(&mut a), vec![Event::SendComplete { id: 5 }]);
+    drop(ts);
+    assert_eq!(
+        Arc::strong_count(&shared),
+        1,
+        "the core let go of the lent buffer once the put completed"
+    );
 }
 
 #[test]

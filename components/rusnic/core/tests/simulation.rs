@@ -49,6 +49,7 @@ fn many_seeds_short_scenarios() {
         cfg.max_msg = [100, 1000, 5000, 20_000][r.below(4) as usize];
         cfg = cfg.lossy([0.0, 0.02, 0.1, 0.2][r.below(4) as usize]);
         cfg.isn_near_wrap = r.chance(0.5);
+        cfg.place_puts = r.chance(0.5);
         cfg.delay_max = cfg.delay_min + r.below(200) * US;
         cfg.fifo = r.chance(0.8);
         cfg.proto.window = [8, 16, 64][r.below(3) as usize];
@@ -187,6 +188,21 @@ fn put_only_traffic() {
     cfg.put_fraction = 1.0;
     cfg.max_msg = 20_000;
     run(cfg, 2_000_000);
+}
+
+/// The BTL's way: PUT bytes go to memory as they arrive, out of order, each exactly once,
+/// inside their region, and all of them before any later delivery (ob1's FIN).
+#[test]
+fn put_traffic_placed_on_arrival() {
+    for seed in 0..20 {
+        let mut cfg = SimConfig::new(1200 + seed).lossy(0.05);
+        cfg.place_puts = true;
+        cfg.put_fraction = if seed % 2 == 0 { 1.0 } else { 0.5 };
+        cfg.max_msg = 20_000;
+        cfg.fifo = seed % 3 != 0;
+        cfg.nodes = 2 + (seed % 2) as usize;
+        run(cfg, 2_000_000);
+    }
 }
 
 #[test]

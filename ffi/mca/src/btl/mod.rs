@@ -204,6 +204,14 @@ impl<M: BtlModule> Btl<M> {
         unsafe { (*self.base.get()).btl_max_send_size }
     }
 
+    /// Sets how many bytes of a registration handle the PML copies to the peer. Call it
+    /// during setup (init or add_procs): the PML reads it when it builds RDMA headers.
+    pub fn set_registration_handle_size(&self, bytes: usize) {
+        // SAFETY: plain field write of our own struct; the PML only reads the field
+        // while it runs RDMA protocols, after setup returned.
+        unsafe { (*self.base.get()).btl_registration_handle_size = bytes };
+    }
+
     /// The opaque pointer ob1 uses for one of our endpoints.
     pub fn endpoint_ptr(endpoint: &M::Endpoint) -> *mut sys::mca_btl_base_endpoint_t {
         endpoint as *const M::Endpoint as *mut sys::mca_btl_base_endpoint_t

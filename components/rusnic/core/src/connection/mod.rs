@@ -195,7 +195,7 @@ impl Connection {
         data: Shared,
         len: usize,
     ) -> Result<(), SendError> {
-        let len = len.min(data.len());
+        let len = len.min(data.bytes().len());
         self.enqueue(id, tag, data, len, None)
     }
 
@@ -209,6 +209,19 @@ impl Connection {
             data.len(),
             Some(remote_addr),
         )
+    }
+
+    /// [`Connection::put`] of `data[..len]` from a buffer the caller shares, as
+    /// [`Connection::send_shared`].
+    pub fn put_shared(
+        &mut self,
+        id: u64,
+        remote_addr: u64,
+        data: Shared,
+        len: usize,
+    ) -> Result<(), SendError> {
+        let len = len.min(data.bytes().len());
+        self.enqueue(id, 0, data, len, Some(remote_addr))
     }
 
     fn enqueue(

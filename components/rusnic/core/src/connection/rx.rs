@@ -2,7 +2,7 @@
 //! delivery (receiver side).
 
 use super::{AckDue, Connection};
-use crate::event::Event;
+use crate::event::{Event, PutTarget};
 use crate::reassembly::Placed;
 use crate::seq::expand;
 use crate::time::Instant;
@@ -12,7 +12,30 @@ use crate::wire::{self, AckInfo, Channel, Kind, Packet, Sacks};
 impl Connection {
     /// Processes one datagram from this peer that arrived on `channel`. Anything invalid
     /// is counted in [`Connection::stats`] and dropped; nothing here panics on bad input.
+    /// PUT data becomes `Event::Put`s, delivered in order.
     pub fn handle_datagram(&mut self, now: Instant, channel: Channel, bytes: &[u8]) {
+        self.receive(now, channel, bytes, None);
+    }
+
+    /// [`Connection::handle_datagram`], placing PUT data into `target` as it arrives (in
+    /// any order, each byte exactly once) instead of queueing a copy as `Event::Put`.
+    pub fn handle_datagram_into(
+        &mut self,
+        now: Instant,
+        channel: Channel,
+        bytes: &[u8],
+        target: &mut dyn PutTarget,
+    ) {
+        self.receive(now, channel, bytes, Some(target));
+    }
+
+    fn receive(
+        &mut self,
+        now: Instant,
+        channel: Channel,
+        bytes: &[u8],
+        target: Option<&mut dyn PutTarget>,
+    ) {
         self.stats.num_total_recvs += 1;
         let p = match wire::decode(bytes) {
             Ok(p) => p,
@@ -25,7 +48,7 @@ impl Connection {
             self.stats.num_unk_recvs += 1;
             return;
         }
-        self.handle_packet(now, channel, bytes.len(), &p);
+        self.handle_packet(now, channel, bytes.len(), &p, target);
     }
 
     /// Processes a packet already decoded (by [`crate::Endpoint`]) and attributed to us.
@@ -35,6 +58,7 @@ impl Connection {
         channel: Channel,
         len: usize,
         p: &Packet<'_>,
+        target: Option<&mut dyn PutTarget>,
     ) {
         if self.failed {
             return;
@@ -77,7 +101,7 @@ impl Connection {
                 if let Some(a) = p.ack {
                     self.on_ack(now, a, &p.sacks, false, p.rnr);
                 }
-                self.on_data(now, p);
+                self.on_data(now, p, target);
             }
         }
     }
@@ -135,7 +159,7 @@ impl Connection {
     }
 
     /// Receiver side: accept a FRAG or CHUNK into the window and deliver what is in order.
-    fn on_data(&mut self, now: Instant, p: &Packet<'_>) {
+    fn on_data(&mut self, now: Instant, p: &Packet<'_>, target: Option<&mut dyn PutTarget>) {
         let seq = match self.rcv.classify(p.seq) {
             Slot::New(s) => s,
             Slot::Low => {
@@ -176,11 +200,27 @@ impl Connection {
                     }
                 }
             }
-            (_, chunk, Some(addr)) => RxEntry::Held(Held::Put {
-                addr,
-                offset: chunk.map_or(0, |c| c.offset),
-                data: p.payload.to_vec(),
-            }),
+            (_, chunk, Some(addr)) => {
+                let offset = chunk.map_or(0, |c| c.offset);
+                match target {
+                    Some(t) => {
+                        let placed = addr
+                            .checked_add(u64::from(offset))
+                            .is_some_and(|at| t.place(at, p.payload));
+                        if !placed {
+                            // Not accepted, so not acknowledged (see `PutTarget::place`).
+                            self.stats.num_badfrag_recvs += 1;
+                            return;
+                        }
+                        RxEntry::Placed
+                    }
+                    None => RxEntry::Held(Held::Put {
+                        addr,
+                        offset,
+                        data: p.payload.to_vec(),
+                    }),
+                }
+            }
             _ => RxEntry::Held(Held::Frag {
                 tag: p.tag,
                 data: p.payload.to_vec(),
@@ -190,6 +230,9 @@ impl Connection {
             self.stats.num_chunk_recvs += 1;
         } else {
             self.stats.num_frag_recvs += 1;
+        }
+        if p.put_addr.is_some() {
+            self.stats.num_put_recvs += 1;
         }
         self.rcv.store(seq, entry);
         self.stats.max_rcvd_window_size = self.stats.max_rcvd_window_size.max(self.rcv.span());

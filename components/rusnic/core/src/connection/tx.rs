@@ -156,6 +156,9 @@ impl Connection {
         } else {
             self.stats.num_frag_sends += 1;
         }
+        if seg.put_addr.is_some() {
+            self.stats.num_put_sends += 1;
+        }
         let seq = self.snd.push(seg);
         self.stats.max_sent_window_size = self.stats.max_sent_window_size.max(self.snd.in_flight());
         self.transmit_segment(seq, now, false)
@@ -187,7 +190,7 @@ impl Connection {
         p.chunk = seg.chunk;
         p.put_addr = seg.put_addr;
         let (start, end) = (seg.start, seg.start + seg.len);
-        p.payload = &seg.data[start..end];
+        p.payload = &seg.data.bytes()[start..end];
         let mut head = Vec::with_capacity(MAX_DATA_HEADER_LEN);
         p.encode_header(&mut head);
         let body = Body::new(seg.data.clone(), start, end);

@@ -11,14 +11,30 @@ impl Sim {
         match ev {
             Event::Deliver { tag, data } => {
                 self.nodes[node].owed.push(node_id(peer));
+                let place_puts = self.cfg.place_puts;
                 let p = &mut self.pairs[peer][node];
+                if place_puts {
+                    p.settle_placed_puts();
+                    if p.is_placed_put(p.received, true) {
+                        return Err(format!(
+                            "seed {seed}: {peer}->{node}: a delivery overtook PUT #{} before all its bytes landed",
+                            p.received
+                        ));
+                    }
+                }
                 let Some(m) = p.msgs.get(p.received) else {
                     return Err(format!(
                         "seed {seed}: {peer}->{node}: delivery beyond the last message"
                     ));
                 };
                 match m.kind {
-                    MsgKind::Send { tag: t } if t == tag && m.data == data => p.received += 1,
+                    MsgKind::Send { tag: t } if t == tag && m.data == data => {
+                        p.received += 1;
+                        if place_puts {
+                            // PUTs right behind it may have landed already.
+                            p.settle_placed_puts();
+                        }
+                    }
                     _ => {
                         return Err(format!(
                             "seed {seed}: {peer}->{node}: message #{} delivered wrong (tag {tag}, {} bytes, expected {:?} of {} bytes, content equal: {})",
@@ -36,6 +52,11 @@ impl Sim {
                 offset,
                 data,
             } => {
+                if self.cfg.place_puts {
+                    return Err(format!(
+                        "seed {seed}: {peer}->{node}: Event::Put although PUTs are placed on arrival"
+                    ));
+                }
                 self.nodes[node].owed.push(node_id(peer));
                 let p = &mut self.pairs[peer][node];
                 let Some(m) = p.msgs.get(p.received) else {
@@ -72,7 +93,12 @@ impl Sim {
                         "seed {seed}: {node}->{peer}: completion #{id} duplicated or unknown"
                     ));
                 }
-                if received <= i {
+                let landed = if p.is_placed_put(i, self.cfg.place_puts) {
+                    p.placed[i].iter().all(|&b| b)
+                } else {
+                    received > i
+                };
+                if !landed {
                     return Err(format!(
                         "seed {seed}: {node}->{peer}: #{id} completed before it was delivered"
                     ));

@@ -9,6 +9,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
 
 mod check;
+mod memory;
 
 use rusnic_core::fault::{FaultConfig, FaultInjector, Rng};
 use rusnic_core::wire::{self, Kind};
@@ -51,6 +52,9 @@ pub struct SimConfig {
     /// Message sizes are drawn up to this (a quarter of them tiny).
     pub max_msg: usize,
     pub put_fraction: f64,
+    /// Receivers place PUT data on arrival through a `PutTarget` (the BTL's way)
+    /// instead of taking in-order `Event::Put`s.
+    pub place_puts: bool,
     /// Initial sequence numbers just below the 16-bit wrap.
     pub isn_near_wrap: bool,
     pub stalls: Vec<Stall>,
@@ -83,6 +87,7 @@ impl SimConfig {
             messages_per_pair: 20,
             max_msg: 4000,
             put_fraction: 0.2,
+            place_puts: false,
             isn_near_wrap: false,
             stalls: Vec::new(),
             path_mtu: None,
@@ -152,6 +157,8 @@ struct Pair {
     received: usize,
     /// Bytes of the current PUT already written.
     put_offset: usize,
+    /// Per message, which bytes a `PutTarget` received (PUTs in `place_puts` mode only).
+    placed: Vec<Vec<bool>>,
     completed: Vec<bool>,
     n_completed: usize,
 }
@@ -237,7 +244,7 @@ impl Sim {
                 if a == b {
                     continue;
                 }
-                for _ in 0..cfg.messages_per_pair {
+                for idx in 0..cfg.messages_per_pair as u64 {
                     let len = if rng.chance(0.25) {
                         rng.below(64) as usize
                     } else {
@@ -246,8 +253,9 @@ impl Sim {
                     let mut data = vec![0u8; len];
                     rng.fill(&mut data);
                     let kind = if rng.chance(cfg.put_fraction) {
+                        // Each message in a 4 GiB slot of its own: regions never overlap.
                         MsgKind::Put {
-                            addr: 0x7f00_0000_0000 + rng.below(1 << 30) * 64,
+                            addr: 0x7f00_0000_0000 + (idx << 32) + rng.below(1 << 20) * 64,
                         }
                     } else {
                         MsgKind::Send {
@@ -257,6 +265,14 @@ impl Sim {
                     pair.msgs.push(Msg { kind, data });
                 }
                 pair.completed = vec![false; pair.msgs.len()];
+                pair.placed = pair
+                    .msgs
+                    .iter()
+                    .map(|m| match m.kind {
+                        MsgKind::Put { .. } if cfg.place_puts => vec![false; m.data.len()],
+                        _ => Vec::new(),
+                    })
+                    .collect();
             }
         }
         let injectors = (0..n)
@@ -410,9 +426,7 @@ impl Sim {
             if self.stalled(f.to, StallKind::NoProgress) {
                 self.nodes[f.to].inbox.push((node_id(f.from), ch, f.bytes));
             } else {
-                self.nodes[f.to]
-                    .ep
-                    .handle_datagram(now, ch, Some(node_id(f.from)), &f.bytes);
+                self.receive(now, f.to, f.from, ch, &f.bytes)?;
             }
         }
         for i in 0..self.nodes.len() {
@@ -421,9 +435,8 @@ impl Sim {
             }
             let inbox = std::mem::take(&mut self.nodes[i].inbox);
             for (from, ch, bytes) in inbox {
-                self.nodes[i]
-                    .ep
-                    .handle_datagram(now, ch, Some(from), &bytes);
+                let from = self.index_of(from);
+                self.receive(now, i, from, ch, &bytes)?;
             }
             if self.nodes[i].ep.next_timeout().is_some_and(|t| t <= now) {
                 self.nodes[i].ep.handle_timeout(now);
