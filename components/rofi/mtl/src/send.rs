@@ -24,7 +24,41 @@ fn bytes_of(b: &SendBuffer) -> Bytes {
     (b.as_slice().as_ptr(), b.as_slice().len())
 }
 
+/// What both send entry points work out before posting anything.
+struct Prepared {
+    /// The peer's address for the ACK receive, and for the data.
+    from: u64,
+    to: u64,
+    /// The communicator's context.
+    ctx: u32,
+    buffer: SendBuffer,
+    plan: SendPlan,
+}
+
 impl Engine {
+    /// Route, context, packed bytes and plan of a send of `kind`.
+    fn prepare(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        mode: SendMode,
+        kind: SendKind,
+    ) -> Result<Prepared> {
+        let (from, to) = self.route(comm, dest)?;
+        let ctx = self.ctx_of(comm);
+        let buffer = SendBuffer::new(convertor)?;
+        let plan = self.plan(comm, tag, bytes_of(&buffer).1, mode, kind)?;
+        Ok(Prepared {
+            from,
+            to,
+            ctx,
+            buffer,
+            plan,
+        })
+    }
+
     fn plan(
         &self,
         comm: Comm,
@@ -111,11 +145,14 @@ impl Engine {
         convertor: &mut Convertor,
         mode: SendMode,
     ) -> Result<()> {
-        let (from, to) = self.route(comm, dest)?;
-        let c = self.ctx_of(comm);
-        let buffer = SendBuffer::new(convertor)?;
+        let Prepared {
+            from,
+            to,
+            ctx: c,
+            buffer,
+            plan,
+        } = self.prepare(comm, dest, tag, convertor, mode, SendKind::Blocking)?;
         let bytes = bytes_of(&buffer);
-        let plan = self.plan(comm, tag, bytes.1, mode, SendKind::Blocking)?;
         let (data_op, ack_op) = (LocalOp::default(), LocalOp::default());
         let mut data_ctx = OpContext::new(Target::Local(&data_op));
         let mut ack_ctx = OpContext::new(Target::Local(&ack_op));
@@ -166,11 +203,14 @@ impl Engine {
         mode: SendMode,
         request: Slot,
     ) -> Result<()> {
-        let (from, to) = self.route(comm, dest)?;
-        let c = self.ctx_of(comm);
-        let buffer = SendBuffer::new(convertor)?;
+        let Prepared {
+            from,
+            to,
+            ctx: c,
+            buffer,
+            plan,
+        } = self.prepare(comm, dest, tag, convertor, mode, SendKind::Nonblocking)?;
         let bytes = bytes_of(&buffer);
-        let plan = self.plan(comm, tag, bytes.1, mode, SendKind::Nonblocking)?;
         let raw = request.key();
         // Injected bytes are copied during the call: the buffer stays on this stack.
         // Sent bytes are read until the data completion: the request keeps the buffer
