@@ -372,6 +372,13 @@ fn put_from_a_shared_buffer_lands_in_the_target_on_arrival() {
         1,
         "the core let go of the lent buffer once the put completed"
     );
+    // The end of a put is acknowledged at once, not after the delayed-ACK time: the
+    // sender's completion, and the PML's FIN behind it, wait for it.
+    a.put(6, 0x2000, &data[..100]).unwrap();
+    for t in drain(&mut a, 50 * US) {
+        b.handle_datagram_into(Instant(60 * US), t.channel, &t.to_vec(), &mut mem);
+    }
+    assert_eq!(kinds(&drain(&mut b, 60 * US)), vec![Kind::Ack]);
 }
 
 #[test]

@@ -202,6 +202,9 @@ impl Connection {
             }
             (_, chunk, Some(addr)) => {
                 let offset = chunk.map_or(0, |c| c.offset);
+                let ends_put = chunk.is_none_or(|c| {
+                    u64::from(c.offset) + p.payload.len() as u64 == u64::from(c.frag_size)
+                });
                 match target {
                     Some(t) => {
                         let placed = addr
@@ -212,7 +215,11 @@ impl Connection {
                             self.stats.num_badfrag_recvs += 1;
                             return;
                         }
-                        RxEntry::Placed
+                        if ends_put {
+                            RxEntry::PutEnd
+                        } else {
+                            RxEntry::Placed
+                        }
                     }
                     None => RxEntry::Held(Held::Put {
                         addr,
@@ -245,13 +252,18 @@ impl Connection {
         self.schedule_ack(now, large_done);
     }
 
-    /// Hands every in-order entry to the glue; true when a reassembled fragment went up.
+    /// Hands every in-order entry to the glue; true when a reassembled fragment went up or
+    /// a placed PUT ended (both are worth an immediate ACK).
     fn deliver_in_order(&mut self) -> bool {
         let mut large_done = false;
         while let Some(e) = self.rcv.pop_in_order() {
             self.unacked += 1;
             let ev = match e {
                 RxEntry::Empty | RxEntry::Placed => continue,
+                RxEntry::PutEnd => {
+                    large_done = true;
+                    continue;
+                }
                 RxEntry::Held(Held::Frag { tag, data }) => Event::Deliver { tag, data },
                 RxEntry::Held(Held::Put { addr, offset, data }) => Event::Put {
                     remote_addr: addr,

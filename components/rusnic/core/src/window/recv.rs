@@ -13,6 +13,9 @@ pub(crate) enum RxEntry {
     Empty,
     /// A chunk already copied into its reassembly buffer; its receive buffer is free.
     Placed,
+    /// The last segment of a PUT, already written through the glue's `PutTarget`: the
+    /// sender's completion (and the PML's FIN behind it) waits for its ACK.
+    PutEnd,
     /// A segment that occupies a receive buffer until delivered and reposted.
     Held(Held),
 }
