@@ -141,6 +141,20 @@ pub fn registry() -> Vec<BenchConfig> {
         BenchConfig {
             loss: Some(RUSNIC_LOSS),
             ..ours(
+                "rusnic-noput",
+                &[
+                    ("pml", "ob1"),
+                    ("btl", "self,rusnic"),
+                    ("btl_rusnic_if_include", "lo"),
+                    ("btl_rusnic_flags", "send,inplace"),
+                ],
+                "mca_btl_rusnic.so",
+                "rusnic without emulated PUT: large messages take ob1's send/receive pipeline",
+            )
+        },
+        BenchConfig {
+            loss: Some(RUSNIC_LOSS),
+            ..ours(
                 "rusnic-ofi",
                 &[
                     ("pml", "ob1"),
