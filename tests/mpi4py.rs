@@ -41,7 +41,7 @@ fn rofi() {
 }
 
 /// rofi on the sockets provider, plain and with a 4-context scalable endpoint and
-/// thread grouping: the subset at 2 ranks (about 20 s each on this 2-core machine).
+/// thread grouping: the subset at 2 ranks (20 to 40 s each on this busy 2-core machine).
 /// Before rofi asked for manual data progress, test_msgspec's array tests (thousands
 /// of tiny self-sends) took minutes here and looked hung.
 #[test]
