@@ -39,3 +39,28 @@ fn rofi() {
     assert_passes(&config, 1, Scope::Subset, &["testAlltoallwBottom"]);
     assert_passes(&config, 2, Scope::Subset, &["testAlltoallwBottom"]);
 }
+
+/// rofi on the sockets provider, plain and with a 4-context scalable endpoint and
+/// thread grouping: the subset at 2 ranks (20 to 40 s each on this busy 2-core machine).
+/// Before rofi asked for manual data progress, test_msgspec's array tests (thousands
+/// of tiny self-sends) took minutes here and looked hung.
+#[test]
+fn rofi_sockets() {
+    let sockets = McaConfig::new(
+        "rofi-sockets",
+        &[
+            ("pml", "cm"),
+            ("mtl", "rofi"),
+            ("mtl_rofi_provider_include", "sockets"),
+        ],
+    );
+    let sep = sockets
+        .clone()
+        .with("mtl_rofi_enable_sep", "1")
+        .with("mtl_rofi_num_ctxts", "4")
+        .with("mtl_rofi_thread_grouping", "1")
+        .named("rofi-sockets-sep4-grouping");
+    for config in [sockets, sep] {
+        assert_passes(&config, 2, Scope::Subset, &["testAlltoallwBottom"]);
+    }
+}

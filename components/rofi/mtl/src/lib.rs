@@ -224,7 +224,7 @@ impl MtlComponent for Rofi {
             stream(),
             1,
             "mtl:rofi: using {} [{}], tag layout {}, max tag {}, max cid {}, inject {} B, \
-             threads {}, {}",
+             threads {}, {} progress, {}",
             info.name,
             info.fabric,
             layout.kind(),
@@ -235,6 +235,11 @@ impl MtlComponent for Rofi {
                 "FI_THREAD_SAFE"
             } else {
                 "FI_THREAD_DOMAIN"
+            },
+            if info.manual_progress {
+                "manual"
+            } else {
+                "auto"
             },
             match chosen.sep {
                 None => "one endpoint".to_owned(),

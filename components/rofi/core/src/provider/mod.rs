@@ -70,6 +70,9 @@ pub struct ProviderInfo {
     pub max_ep_rx_ctx: usize,
     /// `domain_attr->threading == FI_THREAD_SAFE`.
     pub thread_safe: bool,
+    /// `domain_attr->data_progress == FI_PROGRESS_MANUAL`: only our `fi_cq_read`
+    /// calls move data (rofi asks for it; reported at verbose 1).
+    pub manual_progress: bool,
 }
 
 impl ProviderInfo {

@@ -17,6 +17,7 @@ fn prov(name: &str, fabric: &str, domain: &str) -> ProviderInfo {
         max_ep_tx_ctx: 1,
         max_ep_rx_ctx: 1,
         thread_safe: true,
+        manual_progress: true,
     }
 }
 

@@ -87,6 +87,13 @@ impl InfoList {
                 fi::FI_THREAD_DOMAIN
             };
             (*(*hints).domain_attr).resource_mgmt = fi::FI_RM_ENABLED;
+            // rofi drives progress itself (opal_progress). Left unspecified, sockets
+            // takes FI_PROGRESS_AUTO: its own thread then moves every byte while
+            // fi_cq_read only reads the queue, so that thread and the spinning MPI thread
+            // fight for the CPU (one core, where mpirun binds the rank) and every message
+            // waits for the scheduler: ~4 ms per self-send instead of ~8 us. rxm, rxd and
+            // shm pick manual progress unasked.
+            (*(*hints).domain_attr).data_progress = fi::FI_PROGRESS_MANUAL;
         }
         let mut head = ptr::null_mut();
         // SAFETY: valid hints and out-pointer; the result is owned by the InfoList.
@@ -141,6 +148,7 @@ impl InfoList {
                     max_ep_tx_ctx: dom.max_ep_tx_ctx,
                     max_ep_rx_ctx: dom.max_ep_rx_ctx,
                     thread_safe: dom.threading == fi::FI_THREAD_SAFE,
+                    manual_progress: dom.data_progress == fi::FI_PROGRESS_MANUAL,
                 });
                 cursor = i.next;
             }
