@@ -110,6 +110,30 @@ fn stats_counter(text: &str, sends_part: bool, label: &str) -> u64 {
         .sum()
 }
 
+/// Same-node peers leave payload integrity to the loopback by default (the header keeps
+/// its CRC); `btl_rusnic_payload_crc always` and fault injection turn payload CRCs on.
+/// Every byte is verified either way; the verbose setup line says which applies.
+#[test]
+fn payload_crc_policy_applies_per_peer() {
+    for (cfg, sent) in [
+        (rusnic(), "payload CRC off (sent), no (required)"),
+        (
+            rusnic().with("btl_rusnic_payload_crc", "always"),
+            "payload CRC on (sent), yes (required)",
+        ),
+        (rusnic_faults(), "payload CRC on (sent), no (required)"),
+    ] {
+        let cfg = cfg.with("btl_rusnic_verbose", "10");
+        let out = Job::new(&cfg, 2, program("p2p_sizes"))
+            .args(&["--quick"])
+            .timeout(Duration::from_secs(180))
+            .run();
+        out.assert_passed();
+        let text = format!("{}{}", out.stdout, out.stderr);
+        assert_eq!(text.matches(sent).count(), 2, "{}: {text}", cfg.name);
+    }
+}
+
 /// Large contiguous messages go through emulated PUT (ob1's RDMA protocol): the bytes
 /// land straight in the receive buffer. Every byte is verified with PUT on, and again
 /// with PUT taken out of `btl_rusnic_flags` (send/receive pipeline only).
@@ -208,28 +232,27 @@ fn exclusive_interface_lists_are_rejected() {
     );
 }
 
-/// Ranks with different MTUs cannot talk: a clear message, not a hang.
+/// Ranks with different settings that must agree (the MTU, the payload-CRC policy)
+/// cannot talk: a clear message naming the setting, not a hang.
 #[test]
-fn mtu_mismatch_is_reported() {
+fn settings_mismatches_are_reported() {
     let prog = program("p2p_matching");
     let prog = prog.display().to_string();
-    let out = Job::new(&rusnic(), 1, &prog)
-        .args(&[
-            ":",
-            "-np",
-            "1",
-            "env",
-            "OMPI_MCA_btl_rusnic_mtu=4000",
-            &prog,
-        ])
-        .timeout(Duration::from_secs(60))
-        .run();
-    assert!(!out.succeeded(), "{}", out.report());
-    assert!(
-        out.stderr.contains("configured differently") && out.stderr.contains("mtu"),
-        "{}",
-        out.report()
-    );
+    for (setting, named) in [
+        ("OMPI_MCA_btl_rusnic_mtu=4000", "mtu"),
+        ("OMPI_MCA_btl_rusnic_payload_crc=always", "payload_crc"),
+    ] {
+        let out = Job::new(&rusnic(), 1, &prog)
+            .args(&[":", "-np", "1", "env", setting, &prog])
+            .timeout(Duration::from_secs(60))
+            .run();
+        assert!(!out.succeeded(), "{}", out.report());
+        assert!(
+            out.stderr.contains("configured differently") && out.stderr.contains(named),
+            "{setting}: {}",
+            out.report()
+        );
+    }
 }
 
 /// A peer that answers nothing (all its datagrams dropped) is reported by the

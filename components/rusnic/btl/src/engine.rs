@@ -108,6 +108,13 @@ impl Engine {
         }
     }
 
+    /// See `rusnic_core::Connection::set_payload_crc`.
+    pub fn set_payload_crc(&mut self, peer: u64, send: bool, require: bool) {
+        if let Some(core) = self.core.as_mut() {
+            core.set_payload_crc(peer, send, require);
+        }
+    }
+
     pub fn remove_peer(&mut self, peer: u64) {
         if let Some(conn) = self.core.as_mut().and_then(|c| c.remove_peer(peer)) {
             self.retired.accumulate(conn.stats());

@@ -100,6 +100,7 @@ impl BtlComponent for Component {
             mtu_priority: 0,
             mtu_data: 0,
             max_fragment_size: 0,
+            payload_crc: params::get().payload_crc() as u8,
             ports: [0, 0],
             addrs: Vec::new(),
         };

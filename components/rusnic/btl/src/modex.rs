@@ -3,7 +3,7 @@
 
 use std::net::Ipv4Addr;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// The modex blob (little-endian, versioned).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,6 +15,8 @@ pub struct Contact {
     pub mtu_priority: u16,
     pub mtu_data: u16,
     pub max_fragment_size: u32,
+    /// The publisher's `payload_crc` policy (both ends must apply the same).
+    pub payload_crc: u8,
     /// UDP ports of the priority and data channels.
     pub ports: [u16; 2],
     /// Usable IPv4 addresses with their prefix lengths.
@@ -28,6 +30,7 @@ impl Contact {
         b.extend_from_slice(&self.mtu_priority.to_le_bytes());
         b.extend_from_slice(&self.mtu_data.to_le_bytes());
         b.extend_from_slice(&self.max_fragment_size.to_le_bytes());
+        b.push(self.payload_crc);
         b.extend_from_slice(&self.ports[0].to_le_bytes());
         b.extend_from_slice(&self.ports[1].to_le_bytes());
         let n = self.addrs.len().min(255);
@@ -40,7 +43,7 @@ impl Contact {
     }
 
     pub fn decode(b: &[u8]) -> Result<Contact, String> {
-        const FIXED: usize = 17;
+        const FIXED: usize = 18;
         if b.len() < FIXED {
             return Err(format!("contact blob of {} bytes is truncated", b.len()));
         }
@@ -51,7 +54,7 @@ impl Contact {
             ));
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
-        let n = usize::from(b[16]);
+        let n = usize::from(b[17]);
         if b.len() != FIXED + 5 * n {
             return Err(format!(
                 "contact blob of {} bytes does not hold {n} addresses",
@@ -70,7 +73,8 @@ impl Contact {
             mtu_priority: u16_at(4),
             mtu_data: u16_at(6),
             max_fragment_size: u32::from_le_bytes([b[8], b[9], b[10], b[11]]),
-            ports: [u16_at(12), u16_at(14)],
+            payload_crc: b[12],
+            ports: [u16_at(13), u16_at(15)],
             addrs,
         })
     }
@@ -88,6 +92,7 @@ mod tests {
             mtu_priority: 832,
             mtu_data: 9000,
             max_fragment_size: 262_144,
+            payload_crc: 1,
             ports: [31100, 31101],
             addrs: vec![(Ipv4Addr::LOCALHOST, 8), (Ipv4Addr::new(10, 77, 0, 2), 24)],
         };

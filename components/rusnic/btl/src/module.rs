@@ -22,7 +22,7 @@ use rusnic_core::{Event, Instant, SendError, Shared};
 use crate::engine::Engine;
 use crate::iface;
 use crate::modex::Contact;
-use crate::params;
+use crate::params::{self, PayloadCrc};
 use crate::put::Puts;
 use crate::raw::IfAddr;
 use crate::raw_ob1::{self, new_frag};
@@ -320,6 +320,11 @@ impl Rusnic {
                 ours.max_fragment_size,
                 contact.max_fragment_size,
             ),
+            (
+                "payload_crc",
+                u32::from(ours.payload_crc),
+                u32::from(contact.payload_crc),
+            ),
         ]
         .into_iter()
         .find(|(_, a, b)| a != b);
@@ -357,7 +362,22 @@ impl Rusnic {
             "btl:rusnic: rank {vpid} at {ip} ports {:?}",
             contact.ports
         );
-        self.engine().add_peer(id, self.isn, contact.isn, addrs);
+        let mut eng = self.engine();
+        eng.add_peer(id, self.isn, contact.isn, addrs);
+        // Same-node traffic goes through the loopback, a memory-to-memory copy: there the
+        // header's CRC is enough, when both ends agreed to that (checked above).
+        let settings = params::get();
+        let trusted = settings.payload_crc() == PayloadCrc::OffNode && p.is_local();
+        let send_crc = !(trusted && ip.is_loopback()) || settings.fault_corrupt.get() > 0;
+        eng.set_payload_crc(id, send_crc, !trusted);
+        drop(eng);
+        verbose!(
+            stream(),
+            10,
+            "btl:rusnic: rank {vpid}: payload CRC {} (sent), {} (required)",
+            if send_crc { "on" } else { "off" },
+            if trusted { "no" } else { "yes" }
+        );
         self.peers
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -13,6 +13,16 @@ use rusnic_core::wire::{HEADER_LEN, MAX_ACK_LEN};
 
 use crate::iface;
 
+/// Which datagrams checksum their payload (`btl_rusnic_payload_crc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PayloadCrc {
+    /// Every data segment.
+    Always = 0,
+    /// All but those to peers on this node, which travel through the loopback: the
+    /// kernel copies them memory to memory (and skips UDP checksums there itself).
+    OffNode = 1,
+}
+
 /// Which datagram service carries the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
@@ -57,6 +67,7 @@ pub struct Params {
     pub fault_duplicate: Param<i32>,
     pub fault_reorder: Param<i32>,
     pub fault_corrupt: Param<i32>,
+    pub payload_crc: Param<i32>,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -342,7 +353,19 @@ pub fn register(reg: &mut Registrar) {
             0,
             0..=1_000_000,
             Level::DEV_DETAIL,
-            &format!("Datagrams with 1-3 bits flipped (caught by the CRC), {PPM}"),
+            &format!(
+                "Datagrams with 1-3 bits flipped (caught by the CRC; forces payload CRCs on), \
+                 {PPM}"
+            ),
+        ),
+        payload_crc: reg.enumeration(
+            "payload_crc",
+            PayloadCrc::OffNode as i32,
+            &[(0, "always"), (1, "off-node")],
+            Level::USER_DETAIL,
+            "Which data segments carry a CRC-32C over their payload (headers always do): \
+             'always', or 'off-node' (all but those to peers on this node, which the kernel \
+             copies memory to memory through the loopback). Must be the same on every process",
         ),
     };
     if p.if_include.get().is_some_and(|s| !s.trim().is_empty())
@@ -381,6 +404,14 @@ fn us(v: i32) -> u64 {
 }
 
 impl Params {
+    pub fn payload_crc(&self) -> PayloadCrc {
+        if self.payload_crc.get() == PayloadCrc::Always as i32 {
+            PayloadCrc::Always
+        } else {
+            PayloadCrc::OffNode
+        }
+    }
+
     pub fn backend_kind(&self) -> BackendKind {
         if self.backend.get() == BackendKind::Ofi as i32 {
             BackendKind::Ofi

@@ -61,6 +61,13 @@ impl Endpoint {
         }
     }
 
+    /// [`Connection::set_payload_crc`] on `peer_id`'s connection.
+    pub fn set_payload_crc(&mut self, peer_id: u64, send: bool, require: bool) {
+        if let Some(c) = self.peers.get_mut(&peer_id) {
+            c.set_payload_crc(send, require);
+        }
+    }
+
     pub fn remove_peer(&mut self, peer_id: u64) -> Option<Connection> {
         self.order.retain(|&p| p != peer_id);
         self.peers.remove(&peer_id)

@@ -21,7 +21,7 @@
 //! +-------------------------------+-------------------------------+
 //! |         credits (u16)         |       payload_len (u16)       | 20
 //! +-------------------------------+-------------------------------+
-//! |       crc32c over all bytes except this field (u32)           | 24
+//! |  crc32c over all bytes except this field (u32) (see HDR_CRC)  | 24
 //! +---------------------------------------------------------------+
 //! | sack_count x { start seq (u16) | length (u16) }               | 28  (ACK only)
 //! +---------------------------------------------------------------+
@@ -39,7 +39,10 @@
 //!   of a fragment), 4 PING, 5 PONG (connectivity check; unsequenced).
 //! * `channel`: 0 priority, 1 data; must equal the channel the datagram arrived on.
 //! * `flags`: bit 0 ACK (`ack`/`credits` valid), bit 1 PUT (`put_addr` present),
-//!   bit 2 ACK_REQ (answer with an ACK now), bit 3 RNR (receiver not ready: back off).
+//!   bit 2 ACK_REQ (answer with an ACK now), bit 3 RNR (receiver not ready: back off),
+//!   bit 4 HDR_CRC (data types only: the CRC covers the header and extensions, not the
+//!   payload; sent only where the datagram service itself cannot alter bytes, and
+//!   accepted only where the receiver agreed to that for this peer).
 //! * `seq`: sequence number of a FRAG/CHUNK; zero otherwise.
 //! * `ack`: the next sequence number the sender of this datagram expects (cumulative:
 //!   everything before it arrived). Note: one more than the reference's `ack_seq`.
@@ -123,7 +126,8 @@ pub mod flags {
     pub const PUT: u8 = 0x02;
     pub const ACK_REQ: u8 = 0x04;
     pub const RNR: u8 = 0x08;
-    pub const ALL: u8 = ACK | PUT | ACK_REQ | RNR;
+    pub const HDR_CRC: u8 = 0x10;
+    pub const ALL: u8 = ACK | PUT | ACK_REQ | RNR | HDR_CRC;
 }
 
 /// Cumulative acknowledgement and flow-control grant.
@@ -204,6 +208,8 @@ pub struct Packet<'a> {
     pub chunk: Option<ChunkInfo>,
     pub put_addr: Option<u64>,
     pub probe: Option<Probe>,
+    /// Whether the CRC covers the payload too (false: flag HDR_CRC, data types only).
+    pub payload_crc: bool,
     /// Payload (FRAG/CHUNK data, PING padding).
     pub payload: &'a [u8],
 }
@@ -225,6 +231,7 @@ impl<'a> Packet<'a> {
             chunk: None,
             put_addr: None,
             probe: None,
+            payload_crc: true,
             payload: &[],
         }
     }
@@ -236,8 +243,9 @@ impl<'a> Packet<'a> {
     }
 
     /// Appends everything but the payload to `out`, the checksum covering the payload
-    /// too: the datagram is that header followed by `payload` (sent by gather, so the
-    /// payload is never copied). [`Packet::encode`] is the contiguous form.
+    /// too unless `payload_crc` is false: the datagram is that header followed by
+    /// `payload` (sent by gather, so the payload is never copied). [`Packet::encode`] is
+    /// the contiguous form.
     pub fn encode_header(&self, out: &mut Vec<u8>) {
         let start = out.len();
         let mut fl = 0u8;
@@ -252,6 +260,9 @@ impl<'a> Packet<'a> {
         }
         if self.rnr {
             fl |= flags::RNR;
+        }
+        if !self.payload_crc {
+            fl |= flags::HDR_CRC;
         }
         let ack = self.ack.unwrap_or(AckInfo { ack: 0, credits: 0 });
         out.extend_from_slice(&[
@@ -289,7 +300,9 @@ impl<'a> Packet<'a> {
         let mut c = Crc32c::new();
         c.update(&out[start..start + CRC_OFFSET]);
         c.update(&out[start + CRC_OFFSET + 4..]);
-        c.update(self.payload);
+        if self.payload_crc {
+            c.update(self.payload);
+        }
         let crc = c.finish();
         out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
     }
@@ -326,10 +339,11 @@ pub fn header_len(kind: Kind, sack_count: usize, put: bool) -> usize {
     n
 }
 
-fn checksum(dgram: &[u8]) -> u32 {
+/// The CRC of a datagram whose first `covered` bytes are checksummed.
+fn checksum(dgram: &[u8], covered: usize) -> u32 {
     let mut c = Crc32c::new();
     c.update(&dgram[..CRC_OFFSET]);
-    c.update(&dgram[CRC_OFFSET + 4..]);
+    c.update(&dgram[CRC_OFFSET + 4..covered]);
     c.finish()
 }
 
@@ -418,7 +432,12 @@ pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
     if b.len() > total {
         return Err(DecodeError::Malformed("trailing bytes after payload"));
     }
-    if u32_at(b, CRC_OFFSET) != checksum(b) {
+    let payload_crc = fl & flags::HDR_CRC == 0;
+    if !payload_crc && !kind.is_data() {
+        return Err(DecodeError::Malformed("HDR_CRC on a non-data type"));
+    }
+    let covered = if payload_crc { total } else { hlen };
+    if u32_at(b, CRC_OFFSET) != checksum(b, covered) {
         return Err(DecodeError::BadCrc);
     }
 
@@ -530,6 +549,7 @@ pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
         chunk,
         put_addr,
         probe,
+        payload_crc,
         payload: &b[o..],
     })
 }

@@ -382,6 +382,35 @@ fn put_from_a_shared_buffer_lands_in_the_target_on_arrival() {
 }
 
 #[test]
+fn header_only_crc_is_accepted_only_where_agreed() {
+    let (mut a, mut b) = pair_with(cfg());
+    a.set_payload_crc(false, true);
+    let data = vec![0x77u8; 500];
+    a.send(1, 9, &data).unwrap();
+    let ts = drain(&mut a, 0);
+    assert_eq!(kinds(&ts), vec![Kind::Frag]);
+    assert!(!wire::decode(&ts[0].to_vec()).unwrap().payload_crc);
+    deliver(&mut b, &ts, 10 * US);
+    assert!(events(&mut b).is_empty(), "b requires payload CRCs");
+    assert_eq!(b.stats().num_malformed_recvs, 1);
+    b.set_payload_crc(true, false);
+    deliver(&mut b, &ts, 20 * US);
+    assert_eq!(events(&mut b), vec![Event::Deliver { tag: 9, data }]);
+    // b's own segments still carry full CRCs, which a accepts in any case.
+    b.send(2, 1, b"back").unwrap();
+    let back = drain(&mut b, 20 * US);
+    assert!(
+        back.iter()
+            .all(|t| wire::decode(&t.to_vec()).unwrap().payload_crc)
+    );
+    deliver(&mut a, &back, 30 * US);
+    assert!(events(&mut a).contains(&Event::Deliver {
+        tag: 1,
+        data: b"back".to_vec()
+    }));
+}
+
+#[test]
 fn send_queue_limits_are_errors_window_limits_are_not() {
     let mut c = cfg();
     c.max_queued_fragments = 3;

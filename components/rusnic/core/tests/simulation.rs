@@ -50,6 +50,9 @@ fn many_seeds_short_scenarios() {
         cfg = cfg.lossy([0.0, 0.02, 0.1, 0.2][r.below(4) as usize]);
         cfg.isn_near_wrap = r.chance(0.5);
         cfg.place_puts = r.chance(0.5);
+        if cfg.faults.corrupt == 0.0 {
+            cfg.payload_crc = r.chance(0.5);
+        }
         cfg.delay_max = cfg.delay_min + r.below(200) * US;
         cfg.fifo = r.chance(0.8);
         cfg.proto.window = [8, 16, 64][r.below(3) as usize];

@@ -95,6 +95,10 @@ pub struct Connection {
     peer_id: u64,
     /// Set once; then nothing flows.
     failed: bool,
+    /// Data segments we send carry a CRC over their payload too (else flag HDR_CRC).
+    send_payload_crc: bool,
+    /// Data segments from the peer must carry a CRC over their payload.
+    require_payload_crc: bool,
 
     // ---- sender ----
     /// Fragments waiting to be segmented.
@@ -147,6 +151,8 @@ impl Connection {
             local_id: p.local_id,
             peer_id: p.peer_id,
             failed: false,
+            send_payload_crc: true,
+            require_payload_crc: true,
             queue: VecDeque::new(),
             next_frag_id: 1,
             snd: SendWindow::new(cfg.window, snd_start),
@@ -282,6 +288,15 @@ impl Connection {
         if self.rx_limit() >= self.last_adv_limit + step {
             self.ack_due = AckDue::Now;
         }
+    }
+
+    /// Whether data segments checksum their payload (the default, both ways true).
+    /// `send = false` leaves payload integrity to the datagram service (a loopback copies
+    /// memory to memory); `require = false` accepts such segments from the peer, which
+    /// are otherwise counted as malformed and dropped. The header is always checksummed.
+    pub fn set_payload_crc(&mut self, send: bool, require: bool) {
+        self.send_payload_crc = send;
+        self.require_payload_crc = require;
     }
 
     /// Gives back the buffer of a delivered fragment once the upper layer is done with

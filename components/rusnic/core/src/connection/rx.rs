@@ -71,6 +71,11 @@ impl Connection {
             self.stats.num_malformed_recvs += 1;
             return;
         }
+        if !p.payload_crc && self.require_payload_crc {
+            // The peer left payload integrity to a path we did not agree to trust.
+            self.stats.num_malformed_recvs += 1;
+            return;
+        }
         if p.chunk
             .is_some_and(|c| c.frag_size > self.cfg.max_fragment_size)
         {

@@ -168,6 +168,7 @@ impl Connection {
     fn transmit_segment(&mut self, seq: u64, now: Instant, resend: bool) -> Option<Transmit> {
         let ack = self.ack_info();
         let (rnr, local) = (self.rnr_due, self.local_id);
+        let send_payload_crc = self.send_payload_crc;
         let seg = self.snd.get_mut(seq)?;
         seg.sent_at = now;
         seg.transmissions += 1;
@@ -189,6 +190,7 @@ impl Connection {
         p.rnr = rnr;
         p.chunk = seg.chunk;
         p.put_addr = seg.put_addr;
+        p.payload_crc = send_payload_crc;
         let (start, end) = (seg.start, seg.start + seg.len);
         p.payload = &seg.data.bytes()[start..end];
         let mut head = Vec::with_capacity(MAX_DATA_HEADER_LEN);

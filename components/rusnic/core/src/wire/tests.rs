@@ -55,7 +55,38 @@ fn samples() -> Vec<Vec<u8>> {
     let mut empty = Packet::new(Kind::Frag, Channel::Priority, 0);
     empty.seq = 1;
     out.push(empty.to_vec());
+
+    let mut header_only = chunk;
+    header_only.payload_crc = false;
+    out.push(header_only.to_vec());
     out
+}
+
+#[test]
+fn hdr_crc_covers_the_header_only_and_only_on_data() {
+    let payload = vec![0x5au8; 300];
+    let mut p = Packet::new(Kind::Frag, Channel::Data, 7);
+    p.seq = 9;
+    p.tag = 3;
+    p.payload = &payload;
+    p.payload_crc = false;
+    let b = p.to_vec();
+    assert_eq!(b[4] & flags::HDR_CRC, flags::HDR_CRC);
+    assert_eq!(decode(&b).unwrap(), p);
+    // A payload byte changed goes unnoticed: that is the flag's meaning...
+    let mut v = b.clone();
+    *v.last_mut().unwrap() ^= 1;
+    let got = decode(&v).unwrap();
+    assert!(!got.payload_crc && got.payload != p.payload);
+    // ...while the header (here the tag) is still covered.
+    let mut v = b.clone();
+    v[5] ^= 1;
+    assert_eq!(decode(&v), Err(DecodeError::BadCrc));
+    // Only data types may carry it.
+    let mut ack = Packet::new(Kind::Ack, Channel::Priority, 7);
+    ack.ack = Some(AckInfo { ack: 1, credits: 1 });
+    let a = edited(&ack.to_vec(), |b| b[4] |= flags::HDR_CRC);
+    assert!(malformed(decode(&a)));
 }
 
 #[test]
@@ -91,7 +122,7 @@ fn layout_is_little_endian_at_documented_offsets() {
 
 /// Re-seal a hand-edited datagram so that the CRC does not mask the rule under test.
 fn reseal(b: &mut [u8]) {
-    let crc = checksum(b);
+    let crc = checksum(b, b.len());
     b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
@@ -126,7 +157,7 @@ fn every_rejection_path() {
     assert!(malformed(decode(&edited(frag, |b| b[2] = 0))));
     assert!(malformed(decode(&edited(frag, |b| b[2] = 6))));
     assert!(malformed(decode(&edited(frag, |b| b[3] = 2))));
-    assert!(malformed(decode(&edited(frag, |b| b[4] |= 0x10))));
+    assert!(malformed(decode(&edited(frag, |b| b[4] |= 0x20))));
     assert!(malformed(decode(&edited(ack, |b| b[6] = 9))));
     assert!(malformed(decode(&edited(frag, |b| b[7] = 1))));
     assert!(malformed(decode(&edited(frag, |b| b.push(0)))));

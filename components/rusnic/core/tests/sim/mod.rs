@@ -55,6 +55,9 @@ pub struct SimConfig {
     /// Receivers place PUT data on arrival through a `PutTarget` (the BTL's way)
     /// instead of taking in-order `Event::Put`s.
     pub place_puts: bool,
+    /// Data segments checksum their payload (false: header only, both ways; only
+    /// sound without payload corruption).
+    pub payload_crc: bool,
     /// Initial sequence numbers just below the 16-bit wrap.
     pub isn_near_wrap: bool,
     pub stalls: Vec<Stall>,
@@ -88,6 +91,7 @@ impl SimConfig {
             max_msg: 4000,
             put_fraction: 0.2,
             place_puts: false,
+            payload_crc: true,
             isn_near_wrap: false,
             stalls: Vec::new(),
             path_mtu: None,
@@ -229,6 +233,7 @@ impl Sim {
             let mut ep = Endpoint::new(proto, node_id(a)).expect("valid sim config");
             for b in (0..n).filter(|&b| b != a) {
                 ep.add_peer(node_id(b), isn_row[b], isns[b][a]);
+                ep.set_payload_crc(node_id(b), cfg.payload_crc, cfg.payload_crc);
             }
             nodes.push(Node {
                 ep,
