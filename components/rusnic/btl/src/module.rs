@@ -1,10 +1,12 @@
 //! The BTL module: ob1's calls mapped onto the engine.
 //!
-//! Sends copy the fragment into the core (it keeps its own copy until acknowledged), so
-//! a descriptor is complete as soon as the core accepted it: `send` returns 1 when the
+//! Sends share the fragment's buffer with the core (which keeps it until acknowledged),
+//! so a descriptor is complete as soon as the core accepted it: `send` returns 1 when the
 //! contract allows (BTL-owned, no ALWAYS_CALLBACK), otherwise the callback runs from
 //! the next progress call. Deliveries and callbacks never run under the engine lock,
-//! because ob1 sends again from inside them.
+//! because ob1 sends again from inside them. Emulated PUT and registration: [`rdma`].
+
+mod rdma;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
@@ -166,16 +168,6 @@ impl Rusnic {
         handled += this.finish_puts(btl);
         this.maybe_stats(now);
         handled
-    }
-
-    /// Runs the callbacks of puts that are over and whose buffers are released.
-    fn finish_puts(&self, btl: &Btl<Rusnic>) -> usize {
-        let ready = self.puts().take_ready();
-        let n = ready.len();
-        for (done, status) in ready {
-            done.complete(btl, status);
-        }
-        n
     }
 
     /// The send `id` was acknowledged (or failed): run its descriptor's callback if it
@@ -618,62 +610,10 @@ impl BtlModule for Rusnic {
             .map_err(|_| SendiRefused { descriptor: None })
     }
 
-    /// Emulated PUT: the bytes travel as data segments carrying their destination and
-    /// land in the peer's registered buffer as they arrive; `done` runs once the peer
-    /// acknowledged them all. The source is read in place, never copied.
     fn put(btl: &Btl<Self>, ep: &PeerEndpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
-        if let Some(h) = op.remote_handle {
-            let (base, len) = raw_put::peer_region(h);
-            let inside = op.remote >= base
-                && (op.remote - base)
-                    .checked_add(op.size as u64)
-                    .is_some_and(|end| end <= len);
-            if !inside {
-                help::show(
-                    "internal error",
-                    &[&format!(
-                        "put of {} bytes to {:#x} lies outside the peer's registered region \
-                         {base:#x}+{len}",
-                        op.size, op.remote
-                    )],
-                );
-                return Err(Error::BAD_PARAM);
-            }
-        }
-        if op.size == 0 {
-            done.complete(btl, Ok(()));
-            return Ok(());
-        }
-        let piece = max_fragment(btl);
-        let mut eng = btl.engine();
-        let mut puts = btl.puts();
-        let put = puts.begin(ep.id, done);
-        for off in (0..op.size).step_by(piece) {
-            let len = piece.min(op.size - off);
-            let lent = raw_put::lend(&op, off, len);
-            match eng.put(ep.id, op.remote + off as u64, lent.clone(), len) {
-                Ok(id) => puts.add_piece(put, id, lent),
-                Err(e) => {
-                    let err = match e {
-                        SendError::Busy => Error::OUT_OF_RESOURCE,
-                        SendError::TooLarge { .. } => Error::BAD_PARAM,
-                        SendError::Failed | SendError::UnknownPeer => Error::UNREACH,
-                    };
-                    if puts.fail_rest(put, err).is_some() {
-                        // Nothing was queued: ob1 gets the error instead of a callback.
-                        return Err(err);
-                    }
-                    break;
-                }
-            }
-        }
-        drop(puts);
-        eng.pump_tx(btl.now());
-        Ok(())
+        Rusnic::start_put(btl, ep, op, done)
     }
 
-    /// Registration is bookkeeping only (nothing to pin): it opens the buffer for PUT
-    /// data from peers until ob1 deregisters it.
     fn register_mem(
         btl: &Btl<Self>,
         _ep: Option<&PeerEndpoint>,
@@ -681,17 +621,11 @@ impl BtlModule for Rusnic {
         size: usize,
         _flags: u32,
     ) -> Option<Registration> {
-        let key = btl.regions().open(base as u64, size as u64)?;
-        Some(raw_put::new_handle(base as u64, size as u64, key))
+        btl.open_region(base, size)
     }
 
     fn deregister_mem(btl: &Btl<Self>, handle: Registration) -> Result<()> {
-        let key = raw_put::take_handle(handle);
-        if btl.regions().close(key) {
-            Ok(())
-        } else {
-            Err(Error::BAD_PARAM)
-        }
+        btl.close_region(handle)
     }
 
     fn flush(btl: &Btl<Self>, _endpoint: Option<&PeerEndpoint>) -> Result<()> {
