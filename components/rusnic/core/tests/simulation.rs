@@ -97,6 +97,7 @@ fn long_sweep() {
         cfg.nodes = 2 + (seed % 3) as usize;
         cfg.messages_per_pair = 40;
         cfg.isn_near_wrap = seed % 2 == 0;
+        cfg.place_puts = seed % 4 < 2;
         run(cfg, 2_000_000);
     }
 }
