@@ -14,7 +14,7 @@ use crate::connection::{Connection, ConnectionParams};
 use crate::event::{Event, PutTarget, SendError, Shared, Transmit};
 use crate::stats::Stats;
 use crate::time::{Instant, min_deadline};
-use crate::wire::{self, Channel};
+use crate::wire::{self, Channel, Packet};
 
 #[derive(Debug)]
 pub struct Endpoint {
@@ -173,6 +173,33 @@ impl Endpoint {
         self.receive(now, channel, from, bytes, Some(target));
     }
 
+    /// [`Endpoint::handle_datagram_into`] of a datagram received in two parts (header,
+    /// payload), e.g. its payload straight into its destination after
+    /// [`Endpoint::accepts_placed_put`].
+    pub fn handle_datagram_parts_into(
+        &mut self,
+        now: Instant,
+        channel: Channel,
+        from: Option<u64>,
+        (head, payload): (&[u8], &[u8]),
+        target: &mut dyn PutTarget,
+    ) {
+        self.stats.num_total_recvs += 1;
+        let len = head.len() + payload.len();
+        match wire::decode_parts(head, payload) {
+            Ok(p) => self.route(now, channel, from, len, &p, Some(target)),
+            Err(e) => self.stats.count_decode_error(e),
+        }
+    }
+
+    /// [`Connection::accepts_placed_put`] on the connection the header names.
+    #[must_use]
+    pub fn accepts_placed_put(&self, channel: Channel, len: usize, p: &Packet<'_>) -> bool {
+        self.peers
+            .get(&p.sender)
+            .is_some_and(|c| c.accepts_placed_put(channel, len, p))
+    }
+
     fn receive(
         &mut self,
         now: Instant,
@@ -182,19 +209,27 @@ impl Endpoint {
         target: Option<&mut dyn PutTarget>,
     ) {
         self.stats.num_total_recvs += 1;
-        let p = match wire::decode(bytes) {
-            Ok(p) => p,
-            Err(e) => {
-                self.stats.count_decode_error(e);
-                return;
-            }
-        };
+        match wire::decode(bytes) {
+            Ok(p) => self.route(now, channel, from, bytes.len(), &p, target),
+            Err(e) => self.stats.count_decode_error(e),
+        }
+    }
+
+    fn route(
+        &mut self,
+        now: Instant,
+        channel: Channel,
+        from: Option<u64>,
+        len: usize,
+        p: &Packet<'_>,
+        target: Option<&mut dyn PutTarget>,
+    ) {
         if from.is_some_and(|f| f != p.sender) {
             self.stats.num_unk_recvs += 1;
             return;
         }
         match self.peers.get_mut(&p.sender) {
-            Some(c) => c.handle_packet(now, channel, bytes.len(), &p, target),
+            Some(c) => c.handle_packet(now, channel, len, p, target),
             None => self.stats.num_unk_recvs += 1,
         }
     }

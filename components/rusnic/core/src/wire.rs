@@ -339,11 +339,12 @@ pub fn header_len(kind: Kind, sack_count: usize, put: bool) -> usize {
     n
 }
 
-/// The CRC of a datagram whose first `covered` bytes are checksummed.
-fn checksum(dgram: &[u8], covered: usize) -> u32 {
+/// The CRC of a header (and extensions) `head` followed by `payload`.
+fn checksum(head: &[u8], payload: &[u8]) -> u32 {
     let mut c = Crc32c::new();
-    c.update(&dgram[..CRC_OFFSET]);
-    c.update(&dgram[CRC_OFFSET + 4..covered]);
+    c.update(&head[..CRC_OFFSET]);
+    c.update(&head[CRC_OFFSET + 4..]);
+    c.update(payload);
     c.finish()
 }
 
@@ -399,6 +400,66 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 /// rules of each type. Validation that needs connection state (window, MTU, configured
 /// limits) is done by the connection.
 pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
+    // Where the header ends, when the shape bytes are readable (else the full checks
+    // below report what is wrong with them).
+    let hlen = if b.len() >= HEADER_LEN {
+        Kind::from_u8(b[2]).map_or(b.len(), |k| {
+            header_len(
+                k,
+                usize::from(b[6]).min(MAX_SACK_BLOCKS),
+                b[4] & flags::PUT != 0,
+            )
+        })
+    } else {
+        b.len()
+    };
+    let (head, payload) = b.split_at(hlen.min(b.len()));
+    decode_split(head, Rest::Bytes(payload))
+}
+
+/// [`decode`] of a datagram received in two parts: its header and extensions, and its
+/// payload (received elsewhere, e.g. straight into its destination).
+pub fn decode_parts<'a>(head: &'a [u8], payload: &'a [u8]) -> Result<Packet<'a>, DecodeError> {
+    decode_split(head, Rest::Bytes(payload))
+}
+
+/// Validates the header of a datagram of `len` bytes whose payload has not been read
+/// yet. Only a data segment whose CRC covers the header alone (flag HDR_CRC) can be
+/// checked this way; anything else is `None`. The packet's payload is empty.
+#[must_use]
+pub fn decode_head(head: &[u8], len: usize) -> Option<Packet<'_>> {
+    let payload_len = len.checked_sub(head.len())?;
+    decode_split(head, Rest::Len(payload_len))
+        .ok()
+        .filter(|p| !p.payload_crc)
+}
+
+/// The header of a PUT segment with flag HDR_CRC at the start of a datagram of `len`
+/// bytes (`prefix`: its first bytes, e.g. from a peek), validated, with the header's
+/// length. `None` for anything else, or when `prefix` does not hold the whole header.
+#[must_use]
+pub fn peek_put(prefix: &[u8], len: usize) -> Option<(usize, Packet<'_>)> {
+    if prefix.len() < HEADER_LEN {
+        return None;
+    }
+    let kind = Kind::from_u8(prefix[2])?;
+    let sacks = usize::from(prefix[6]);
+    let hlen = header_len(
+        kind,
+        sacks.min(MAX_SACK_BLOCKS),
+        prefix[4] & flags::PUT != 0,
+    );
+    let p = decode_head(prefix.get(..hlen)?, len)?;
+    p.put_addr.is_some().then_some((hlen, p))
+}
+
+/// What follows the header: the payload, or only its length.
+enum Rest<'a> {
+    Bytes(&'a [u8]),
+    Len(usize),
+}
+
+fn decode_split<'a>(b: &'a [u8], rest: Rest<'a>) -> Result<Packet<'a>, DecodeError> {
     if b.len() < HEADER_LEN {
         return Err(DecodeError::Truncated);
     }
@@ -426,18 +487,28 @@ pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
     let payload_len = usize::from(u16_at(b, 22));
     let hlen = header_len(kind, sack_count, put);
     let total = hlen + payload_len;
-    if b.len() < total {
+    let rest_len = match rest {
+        Rest::Bytes(p) => p.len(),
+        Rest::Len(n) => n,
+    };
+    if b.len() < hlen || b.len() + rest_len < total {
         return Err(DecodeError::Truncated);
     }
-    if b.len() > total {
+    if b.len() > hlen || b.len() + rest_len > total {
         return Err(DecodeError::Malformed("trailing bytes after payload"));
     }
     let payload_crc = fl & flags::HDR_CRC == 0;
     if !payload_crc && !kind.is_data() {
         return Err(DecodeError::Malformed("HDR_CRC on a non-data type"));
     }
-    let covered = if payload_crc { total } else { hlen };
-    if u32_at(b, CRC_OFFSET) != checksum(b, covered) {
+    let payload: &[u8] = match rest {
+        Rest::Bytes(p) => p,
+        Rest::Len(_) if payload_crc => {
+            return Err(DecodeError::Malformed("payload needed to check the CRC"));
+        }
+        Rest::Len(_) => &[],
+    };
+    if u32_at(b, CRC_OFFSET) != checksum(b, if payload_crc { payload } else { &[] }) {
         return Err(DecodeError::BadCrc);
     }
 
@@ -517,11 +588,15 @@ pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
             nonce: u32_at(b, o),
             size: u32_at(b, o + 4),
         };
-        o += PROBE_EXT_LEN;
+        debug_assert_eq!(
+            o + PROBE_EXT_LEN,
+            hlen,
+            "the probe extension ends the header"
+        );
         if has_ack {
             return Err(DecodeError::Malformed("ACK flag on a probe"));
         }
-        if kind == Kind::Ping && p.size as usize != b.len() {
+        if kind == Kind::Ping && p.size as usize != total {
             return Err(DecodeError::Malformed(
                 "ping size does not match its length",
             ));
@@ -550,7 +625,7 @@ pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
         put_addr,
         probe,
         payload_crc,
-        payload: &b[o..],
+        payload,
     })
 }
 

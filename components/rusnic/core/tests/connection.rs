@@ -410,6 +410,78 @@ fn header_only_crc_is_accepted_only_where_agreed() {
     }));
 }
 
+/// A glue that receives PUT payloads straight into their destination: it peeks the
+/// header, asks the endpoint, receives the payload in place, then hands both parts in.
+#[test]
+fn placed_puts_can_be_received_in_two_parts_after_a_header_peek() {
+    let c = cfg();
+    let mut ea = Endpoint::new(c.clone(), A).unwrap();
+    let mut eb = Endpoint::new(c.clone(), B).unwrap();
+    ea.add_peer(B, 1, 2);
+    eb.add_peer(A, 2, 1);
+    ea.set_payload_crc(B, false, true);
+    let data: Vec<u8> = (0..2500u32).map(|i| (i * 13) as u8).collect();
+    ea.put(B, 1, 0x4000, &data).unwrap();
+    let ts: Vec<Transmit> = std::iter::from_fn(|| ea.poll_transmit(Instant(0)))
+        .map(|(_, t)| t)
+        .collect();
+    assert!(ts.len() >= 3);
+    let mut mem = Region {
+        base: 0x4000,
+        bytes: vec![0; 2500],
+        open: true,
+        writes: 0,
+    };
+    let peeked = |t: &Transmit| {
+        let whole = t.to_vec();
+        wire::peek_put(&whole[..64.min(whole.len())], whole.len()).map(|(hlen, p)| {
+            (
+                hlen,
+                p.put_addr.unwrap() + u64::from(p.chunk.unwrap().offset),
+            )
+        })
+    };
+    // B still requires payload CRCs from A: nothing may be placed before receipt.
+    let whole = ts[0].to_vec();
+    let (hlen, head) = wire::peek_put(&whole[..64], whole.len()).expect("a HDR_CRC PUT");
+    assert_eq!(hlen, ts[0].head.len());
+    assert_eq!(head.put_addr, wire::decode(&whole).unwrap().put_addr);
+    assert!(!eb.accepts_placed_put(Channel::Data, whole.len(), &head));
+    eb.set_payload_crc(A, true, false);
+    for t in &ts {
+        let (hlen, at) = peeked(t).expect("every segment of the put");
+        let whole = t.to_vec();
+        let (_, head) = wire::peek_put(&whole[..64], whole.len()).unwrap();
+        assert!(eb.accepts_placed_put(t.channel, whole.len(), &head));
+        // "Receive" the payload straight into place, then hand in both parts.
+        let off = (at - 0x4000) as usize;
+        let n = whole.len() - hlen;
+        mem.bytes[off..off + n].copy_from_slice(&whole[hlen..]);
+        let placed = mem.bytes[off..off + n].to_vec();
+        eb.handle_datagram_parts_into(
+            Instant(5),
+            t.channel,
+            Some(A),
+            (&whole[..hlen], &placed),
+            &mut mem,
+        );
+    }
+    assert_eq!(mem.bytes, data);
+    // Now in the window: a duplicate must not be placed again.
+    let whole = ts[0].to_vec();
+    let (_, head) = wire::peek_put(&whole[..64], whole.len()).unwrap();
+    assert!(!eb.accepts_placed_put(Channel::Data, whole.len(), &head));
+    // A header that does not check out, or a segment with a payload CRC, is not peekable.
+    let mut bad = whole.clone();
+    bad[5] ^= 1;
+    assert!(wire::peek_put(&bad[..64], bad.len()).is_none());
+    ea.set_payload_crc(B, true, true);
+    ea.put(B, 2, 0x4000, &data[..100]).unwrap();
+    let (_, t) = ea.poll_transmit(Instant(0)).unwrap();
+    let full = t.to_vec();
+    assert!(wire::peek_put(&full[..64.min(full.len())], full.len()).is_none());
+}
+
 #[test]
 fn send_queue_limits_are_errors_window_limits_are_not() {
     let mut c = cfg();

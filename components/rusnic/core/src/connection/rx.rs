@@ -29,6 +29,29 @@ impl Connection {
         self.receive(now, channel, bytes, Some(target));
     }
 
+    /// Whether a PUT segment with this (peeked) header, `len` bytes long in all, would be
+    /// accepted and placed now: new in the window, within the grant, header-only CRC
+    /// agreed. A glue that receives such a segment's payload straight into its
+    /// destination asks first, so a stale duplicate never writes into memory that may
+    /// have been registered again since.
+    #[must_use]
+    pub fn accepts_placed_put(&self, channel: Channel, len: usize, p: &Packet<'_>) -> bool {
+        let mtu = match channel {
+            Channel::Priority => self.cfg.mtu_priority,
+            Channel::Data => self.cfg.mtu_data,
+        };
+        !self.failed
+            && p.sender == self.peer_id
+            && p.put_addr.is_some()
+            && !p.payload_crc
+            && !self.require_payload_crc
+            && p.channel == channel
+            && len <= usize::from(mtu)
+            && p.chunk
+                .is_none_or(|c| c.frag_size <= self.cfg.max_fragment_size)
+            && matches!(self.rcv.classify(p.seq), Slot::New(s) if s < self.rx_limit())
+    }
+
     fn receive(
         &mut self,
         now: Instant,
