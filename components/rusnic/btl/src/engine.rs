@@ -2,16 +2,17 @@
 //! events collected for the BTL to hand to ob1. Everything here runs under the
 //! module's engine lock and never calls into ob1.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddrV4;
 
 use rusnic_core::fault::{FaultConfig, FaultInjector};
+use rusnic_core::wire::{self, MAX_DATA_HEADER_LEN};
 use rusnic_core::{
-    Channel, Config, ConfigError, Endpoint, Event, Instant, PutTarget, SendError, Shared, Stats,
-    Transmit,
+    Channel, Config, ConfigError, Endpoint, Event, Instant, SendError, Shared, Stats, Transmit,
 };
 
 use crate::backend::{Backend, index};
+use crate::raw_put::RegionWriter;
 
 /// Datagrams taken from the core per transmit pass before they go to the backend.
 const TX_BATCH: usize = 128;
@@ -60,6 +61,11 @@ pub struct Engine {
     failed_ids: Vec<u64>,
     /// The last `pump_rx` skipped the data channel (the priority channel had data).
     data_deferred: bool,
+    /// Peers whose header-only-CRC data segments we accept (same node).
+    trusted: HashSet<u64>,
+    /// Receive the data channel one datagram at a time, PUT payloads straight into
+    /// their registered destination (on while such PUTs arrive, see `pump_rx`).
+    direct: bool,
 }
 
 impl Engine {
@@ -82,6 +88,8 @@ impl Engine {
             scratch: Vec::new(),
             data_deferred: false,
             failed_ids: Vec::new(),
+            trusted: HashSet::new(),
+            direct: false,
         }
     }
 
@@ -113,6 +121,11 @@ impl Engine {
         if let Some(core) = self.core.as_mut() {
             core.set_payload_crc(peer, send, require);
         }
+        if require {
+            self.trusted.remove(&peer);
+        } else {
+            self.trusted.insert(peer);
+        }
     }
 
     pub fn remove_peer(&mut self, peer: u64) {
@@ -121,6 +134,7 @@ impl Engine {
         }
         self.faults.retain(|(p, _), _| *p != peer);
         self.overflow.retain(|w| w.peer != peer);
+        self.trusted.remove(&peer);
         // Nothing may keep lent PUT buffers alive for a peer that is gone.
         if let Some(addrs) = self.addrs.get(&peer).copied() {
             for (lane, addr) in self.backlog.iter_mut().zip(addrs) {
@@ -205,7 +219,7 @@ impl Engine {
         &mut self,
         now: Instant,
         budget_rounds: usize,
-        target: &mut dyn PutTarget,
+        target: &mut RegionWriter<'_>,
     ) -> usize {
         let Some(core) = self.core.as_mut() else {
             // Nobody to talk to yet: drain so the kernel buffer cannot fill with stale data.
@@ -225,6 +239,20 @@ impl Engine {
                 }
                 self.data_deferred = false;
             }
+            if ch == Channel::Data && self.direct {
+                let most = full * budget_rounds.max(1);
+                match receive_in_place(self.backend.as_mut(), core, now, most, target) {
+                    InPlace::Drained(n) | InPlace::Budget(n) => {
+                        total += n;
+                        continue;
+                    }
+                    InPlace::Other(n) => {
+                        total += n;
+                        self.direct = false;
+                    }
+                }
+            }
+            let copied_before = target.copied();
             for _ in 0..budget_rounds.max(1) {
                 let got = self.backend.recv(ch, &mut |bytes| {
                     core.handle_datagram_into(now, ch, None, bytes, target)
@@ -233,6 +261,15 @@ impl Engine {
                 if got < full {
                     break;
                 }
+            }
+            // PUT payloads were copied out of receive slots: if they may come with a
+            // header-only CRC (a same-node peer), receive the next ones in place.
+            if ch == Channel::Data
+                && target.copied() > copied_before
+                && !self.trusted.is_empty()
+                && self.backend.receives_in_place()
+            {
+                self.direct = true;
             }
         }
         total
@@ -390,6 +427,52 @@ impl Engine {
         s.accumulate(&self.retired);
         s
     }
+}
+
+/// How a run of in-place receives ended.
+enum InPlace {
+    /// The channel is empty; this many datagrams were received.
+    Drained(usize),
+    /// The next datagram is not a PUT that can be received in place (it stays queued).
+    Other(usize),
+    /// This many were received, the most allowed at once.
+    Budget(usize),
+}
+
+/// Receives up to `most` datagrams of the data channel one at a time, each PUT payload
+/// straight into its registered destination: peek the header, check it (header-only
+/// CRC, new in the window, inside an open region), then receive the header into a small
+/// buffer and the payload in place. This spares the copy out of a receive slot.
+fn receive_in_place(
+    backend: &mut dyn Backend,
+    core: &mut Endpoint,
+    now: Instant,
+    most: usize,
+    target: &mut RegionWriter<'_>,
+) -> InPlace {
+    let ch = Channel::Data;
+    let mut head = [0u8; MAX_DATA_HEADER_LEN];
+    for n in 0..most {
+        let Some(len) = backend.peek(ch, &mut head) else {
+            return InPlace::Drained(n);
+        };
+        let plan = wire::peek_put(&head[..len.min(head.len())], len)
+            .filter(|(_, p)| core.accepts_placed_put(ch, len, p))
+            .and_then(|(hlen, p)| {
+                let at = p
+                    .put_addr?
+                    .checked_add(u64::from(p.chunk.map_or(0, |c| c.offset)))?;
+                Some((hlen, target.placement(at, len - hlen)?))
+            });
+        let Some((hlen, dest)) = plan else {
+            return InPlace::Other(n);
+        };
+        if !backend.recv_placed(ch, &mut head[..hlen], &dest) {
+            return InPlace::Drained(n);
+        }
+        core.handle_datagram_parts_into(now, ch, None, (&head[..hlen], dest.bytes()), target);
+    }
+    InPlace::Budget(most)
 }
 
 /// A queued datagram as the backend's gather list: header, then payload.

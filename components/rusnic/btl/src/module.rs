@@ -114,7 +114,7 @@ impl Rusnic {
         {
             let mut eng = this.engine();
             let regions = this.regions();
-            received = eng.pump_rx(now, 4, &mut RegionWriter { regions: &regions });
+            received = eng.pump_rx(now, 4, &mut RegionWriter::new(&regions));
             drop(regions);
             handled += received;
             if received == 0 {

@@ -267,3 +267,43 @@ impl RecvSlots {
         n
     }
 }
+
+/// The first `buf.len()` bytes of the next datagram, left in the queue, and its full
+/// length; None when the queue is empty (or on an error: the batch receive reports it).
+pub fn peek(fd: RawFd, buf: &mut [u8]) -> Option<usize> {
+    // SAFETY: `buf` is a valid writable buffer of its length; MSG_TRUNC makes recv return
+    // the datagram's real length (UDP), MSG_PEEK leaves it queued.
+    let rc = unsafe {
+        libc::recv(
+            fd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_PEEK | libc::MSG_TRUNC | libc::MSG_DONTWAIT,
+        )
+    };
+    usize::try_from(rc).ok()
+}
+
+/// Receives the next datagram in two parts: its first `head.len()` bytes into `head`,
+/// the rest into `dest`. Returns the datagram's length, or None when nothing was read.
+pub fn recv_split(fd: RawFd, head: &mut [u8], dest: &crate::raw_put::Placement) -> Option<usize> {
+    let mut iov = [
+        libc::iovec {
+            iov_base: head.as_mut_ptr().cast(),
+            iov_len: head.len(),
+        },
+        libc::iovec {
+            iov_base: dest.ptr().cast(),
+            iov_len: dest.len(),
+        },
+    ];
+    // SAFETY: an all-zero msghdr is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = iov.len();
+    // SAFETY: the first iovec is `head`; the second is a `Placement`, which only
+    // exists for memory inside a region open for PUT data (see `raw_put`); the header
+    // and iovec array outlive the call.
+    let rc = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+    usize::try_from(rc).ok()
+}

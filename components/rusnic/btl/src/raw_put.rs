@@ -50,7 +50,54 @@ impl Payload for Lent {
 
 /// Where arriving PUT bytes go: the open regions, and only them.
 pub struct RegionWriter<'a> {
-    pub regions: &'a Regions,
+    regions: &'a Regions,
+    /// PUT payloads copied from a receive slot (rather than received in place).
+    copied: usize,
+}
+
+/// Memory inside an open region that a datagram's payload may be received into.
+pub struct Placement {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Placement {
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The placed bytes, once received.
+    pub fn bytes(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: a Placement covers memory inside a region ob1 keeps registered while
+        // the progress thread (holding the engine lock, as the writer does) uses it;
+        // nothing else writes there before the request's FIN.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<'a> RegionWriter<'a> {
+    pub fn new(regions: &'a Regions) -> RegionWriter<'a> {
+        RegionWriter { regions, copied: 0 }
+    }
+
+    /// `addr..addr + len` as a receive destination, when one open region covers it.
+    pub fn placement(&self, addr: u64, len: usize) -> Option<Placement> {
+        self.regions.covers(addr, len as u64).then_some(Placement {
+            ptr: addr as *mut u8,
+            len,
+        })
+    }
+
+    pub fn copied(&self) -> usize {
+        self.copied
+    }
 }
 
 impl PutTarget for RegionWriter<'_> {
@@ -58,6 +105,11 @@ impl PutTarget for RegionWriter<'_> {
         if !self.regions.covers(addr, data.len() as u64) {
             return false;
         }
+        if data.as_ptr() as u64 == addr {
+            // Received in place (a `Placement`): nothing to copy.
+            return true;
+        }
+        self.copied += 1;
         if !data.is_empty() {
             // SAFETY: the range lies inside a region ob1 registered in this process and has
             // not deregistered yet: memory it keeps for exactly these writes (the receive

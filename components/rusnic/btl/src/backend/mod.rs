@@ -8,6 +8,8 @@ use std::net::SocketAddrV4;
 
 use rusnic_core::Channel;
 
+use crate::raw_put::Placement;
+
 pub use raw_ofi::OfiBackend;
 pub use udp::UdpBackend;
 
@@ -25,6 +27,22 @@ pub trait Backend: Send {
     fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize;
     /// Most datagrams one `recv` returns: fewer means the queue was empty at that moment.
     fn recv_batch(&self) -> usize;
+    /// Whether `peek` and `recv_placed` work (PUT payloads received in place).
+    fn receives_in_place(&self) -> bool {
+        false
+    }
+    /// The first `buf.len()` bytes and the length of the next datagram on `channel`,
+    /// left queued; None when the queue is empty (or the backend cannot peek).
+    fn peek(&mut self, channel: Channel, buf: &mut [u8]) -> Option<usize> {
+        let _ = (channel, buf);
+        None
+    }
+    /// Receives the datagram `peek` saw: its header into `head`, its payload into
+    /// `dest`. False when nothing was read.
+    fn recv_placed(&mut self, channel: Channel, head: &mut [u8], dest: &Placement) -> bool {
+        let _ = (channel, head, dest);
+        false
+    }
 }
 
 /// Channel index in `[priority, data]` arrays.

@@ -8,6 +8,7 @@ use rusnic_core::Channel;
 
 use super::{Backend, index};
 use crate::raw::{self, RecvSlots};
+use crate::raw_put::Placement;
 
 pub struct UdpBackend {
     sockets: [UdpSocket; 2],
@@ -94,5 +95,18 @@ impl Backend for UdpBackend {
         let i = index(channel);
         let fd = self.sockets[i].as_raw_fd();
         self.slots[i].receive(fd, &mut |_, bytes| f(bytes))
+    }
+
+    fn receives_in_place(&self) -> bool {
+        true
+    }
+
+    fn peek(&mut self, channel: Channel, buf: &mut [u8]) -> Option<usize> {
+        raw::peek(self.sockets[index(channel)].as_raw_fd(), buf)
+    }
+
+    fn recv_placed(&mut self, channel: Channel, head: &mut [u8], dest: &Placement) -> bool {
+        let fd = self.sockets[index(channel)].as_raw_fd();
+        raw::recv_split(fd, head, dest) == Some(head.len() + dest.len())
     }
 }
