@@ -76,16 +76,8 @@ fn in_process_faults_lose_no_byte() {
     out.assert_passed();
     // The final statistics line proves the faults happened and were repaired.
     let text = format!("{}{}", out.stdout, out.stderr);
-    let resends: u64 = text
-        .lines()
-        .filter_map(|l| l.split("resends ").nth(1))
-        .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
-    let crc: u64 = text
-        .lines()
-        .filter_map(|l| l.split(" crc ").nth(1))
-        .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
-        .sum();
+    let resends = stats_counter(&text, true, "resends ");
+    let crc = stats_counter(&text, false, " crc ");
     assert!(
         resends > 0 && crc > 0,
         "no repaired faults visible:\n{text}"
