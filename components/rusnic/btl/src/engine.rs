@@ -2,7 +2,7 @@
 //! events collected for the BTL to hand to ob1. Everything here runs under the
 //! module's engine lock and never calls into ob1.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
 use rusnic_core::fault::{FaultConfig, FaultInjector};
@@ -61,8 +61,6 @@ pub struct Engine {
     failed_ids: Vec<u64>,
     /// The last `pump_rx` skipped the data channel (the priority channel had data).
     data_deferred: bool,
-    /// Peers whose header-only-CRC data segments we accept (same node).
-    trusted: HashSet<u64>,
     /// Receive the data channel one datagram at a time, PUT payloads straight into
     /// their registered destination (on while such PUTs arrive, see `pump_rx`).
     direct: bool,
@@ -88,7 +86,6 @@ impl Engine {
             scratch: Vec::new(),
             data_deferred: false,
             failed_ids: Vec::new(),
-            trusted: HashSet::new(),
             direct: false,
         }
     }
@@ -121,11 +118,6 @@ impl Engine {
         if let Some(core) = self.core.as_mut() {
             core.set_payload_crc(peer, send, require);
         }
-        if require {
-            self.trusted.remove(&peer);
-        } else {
-            self.trusted.insert(peer);
-        }
     }
 
     pub fn remove_peer(&mut self, peer: u64) {
@@ -134,7 +126,6 @@ impl Engine {
         }
         self.faults.retain(|(p, _), _| *p != peer);
         self.overflow.retain(|w| w.peer != peer);
-        self.trusted.remove(&peer);
         // Nothing may keep lent PUT buffers alive for a peer that is gone.
         if let Some(addrs) = self.addrs.get(&peer).copied() {
             for (lane, addr) in self.backlog.iter_mut().zip(addrs) {
@@ -266,8 +257,8 @@ impl Engine {
             // header-only CRC (a same-node peer), receive the next ones in place.
             if ch == Channel::Data
                 && target.copied() > copied_before
-                && !self.trusted.is_empty()
                 && self.backend.receives_in_place()
+                && core.peers().any(|c| !c.requires_payload_crc())
             {
                 self.direct = true;
             }

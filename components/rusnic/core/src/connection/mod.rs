@@ -299,6 +299,13 @@ impl Connection {
         self.require_payload_crc = require;
     }
 
+    /// Whether data segments from the peer must checksum their payload
+    /// (see [`Connection::set_payload_crc`]).
+    #[must_use]
+    pub fn requires_payload_crc(&self) -> bool {
+        self.require_payload_crc
+    }
+
     /// Gives back the buffer of a delivered fragment once the upper layer is done with
     /// it, so that a later reassembly can reuse it instead of allocating (optional).
     pub fn recycle_buffer(&mut self, buf: Vec<u8>) {
