@@ -400,21 +400,7 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 /// rules of each type. Validation that needs connection state (window, MTU, configured
 /// limits) is done by the connection.
 pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
-    // Where the header ends, when the shape bytes are readable (else the full checks
-    // below report what is wrong with them).
-    let hlen = if b.len() >= HEADER_LEN {
-        Kind::from_u8(b[2]).map_or(b.len(), |k| {
-            header_len(
-                k,
-                usize::from(b[6]).min(MAX_SACK_BLOCKS),
-                b[4] & flags::PUT != 0,
-            )
-        })
-    } else {
-        b.len()
-    };
-    let (head, payload) = b.split_at(hlen.min(b.len()));
-    decode_split(head, Rest::Bytes(payload))
+    decode_split(b, Rest::Tail)
 }
 
 /// [`decode`] of a datagram received in two parts: its header and extensions, and its
@@ -423,40 +409,25 @@ pub fn decode_parts<'a>(head: &'a [u8], payload: &'a [u8]) -> Result<Packet<'a>,
     decode_split(head, Rest::Bytes(payload))
 }
 
-/// Validates the header of a datagram of `len` bytes whose payload has not been read
-/// yet. Only a data segment whose CRC covers the header alone (flag HDR_CRC) can be
-/// checked this way; anything else is `None`. The packet's payload is empty.
-#[must_use]
-pub fn decode_head(head: &[u8], len: usize) -> Option<Packet<'_>> {
-    let payload_len = len.checked_sub(head.len())?;
-    decode_split(head, Rest::Len(payload_len))
-        .ok()
-        .filter(|p| !p.payload_crc)
-}
-
 /// The header of a PUT segment with flag HDR_CRC at the start of a datagram of `len`
 /// bytes (`prefix`: its first bytes, e.g. from a peek), validated, with the header's
-/// length. `None` for anything else, or when `prefix` does not hold the whole header.
+/// length; its payload is not read (the packet's is empty). `None` for anything else,
+/// or when `prefix` does not hold the whole header. Only a header-only CRC can be
+/// checked before the payload is read.
 #[must_use]
 pub fn peek_put(prefix: &[u8], len: usize) -> Option<(usize, Packet<'_>)> {
-    if prefix.len() < HEADER_LEN {
-        return None;
-    }
-    let kind = Kind::from_u8(prefix[2])?;
-    let sacks = usize::from(prefix[6]);
-    let hlen = header_len(
-        kind,
-        sacks.min(MAX_SACK_BLOCKS),
-        prefix[4] & flags::PUT != 0,
-    );
-    let p = decode_head(prefix.get(..hlen)?, len)?;
-    p.put_addr.is_some().then_some((hlen, p))
+    let p = decode_split(prefix, Rest::Unread(len)).ok()?;
+    (p.put_addr.is_some() && !p.payload_crc).then(|| (header_len(p.kind, p.sacks.len(), true), p))
 }
 
-/// What follows the header: the payload, or only its length.
+/// Where the payload is, relative to the bytes `decode_split` reads the header from.
 enum Rest<'a> {
+    /// Right behind the header, in the same bytes (the whole datagram).
+    Tail,
+    /// Elsewhere: the bytes are exactly the header and extensions.
     Bytes(&'a [u8]),
-    Len(usize),
+    /// Not read yet: the bytes start with the header of a datagram of this length.
+    Unread(usize),
 }
 
 fn decode_split<'a>(b: &'a [u8], rest: Rest<'a>) -> Result<Packet<'a>, DecodeError> {
@@ -487,26 +458,34 @@ fn decode_split<'a>(b: &'a [u8], rest: Rest<'a>) -> Result<Packet<'a>, DecodeErr
     let payload_len = usize::from(u16_at(b, 22));
     let hlen = header_len(kind, sack_count, put);
     let total = hlen + payload_len;
-    let rest_len = match rest {
-        Rest::Bytes(p) => p.len(),
-        Rest::Len(n) => n,
-    };
-    if b.len() < hlen || b.len() + rest_len < total {
+    if b.len() < hlen {
         return Err(DecodeError::Truncated);
     }
-    if b.len() > hlen || b.len() + rest_len > total {
+    // From here on `b` is the header and extensions alone.
+    let (b, payload, len) = match rest {
+        Rest::Tail => (&b[..hlen], Some(&b[hlen..]), b.len()),
+        Rest::Bytes(_) if b.len() > hlen => {
+            return Err(DecodeError::Malformed("header part longer than the header"));
+        }
+        Rest::Bytes(p) => (b, Some(p), hlen + p.len()),
+        Rest::Unread(len) => (&b[..hlen], None, len),
+    };
+    if len < total {
+        return Err(DecodeError::Truncated);
+    }
+    if len > total {
         return Err(DecodeError::Malformed("trailing bytes after payload"));
     }
     let payload_crc = fl & flags::HDR_CRC == 0;
     if !payload_crc && !kind.is_data() {
         return Err(DecodeError::Malformed("HDR_CRC on a non-data type"));
     }
-    let payload: &[u8] = match rest {
-        Rest::Bytes(p) => p,
-        Rest::Len(_) if payload_crc => {
+    let payload: &[u8] = match payload {
+        Some(p) => p,
+        None if payload_crc => {
             return Err(DecodeError::Malformed("payload needed to check the CRC"));
         }
-        Rest::Len(_) => &[],
+        None => &[],
     };
     if u32_at(b, CRC_OFFSET) != checksum(b, if payload_crc { payload } else { &[] }) {
         return Err(DecodeError::BadCrc);
