@@ -419,23 +419,29 @@ impl Rusnic {
                 }
                 Ok(())
             }
-            Err(SendError::TooLarge { len, max }) => {
+            Err(e) => {
                 drop(eng);
-                help::show(
-                    "internal error",
-                    &[&format!(
-                        "a {len}-byte fragment exceeds the {max}-byte limit"
-                    )],
-                );
-                Err(Error::BAD_PARAM)
-            }
-            Err(SendError::Failed) | Err(SendError::UnknownPeer) => {
-                drop(eng);
+                if let SendError::TooLarge { len, max } = e {
+                    help::show(
+                        "internal error",
+                        &[&format!(
+                            "a {len}-byte fragment exceeds the {max}-byte limit"
+                        )],
+                    );
+                }
                 let _ = btl;
-                Err(Error::UNREACH)
+                Err(btl_error(&e))
             }
-            Err(SendError::Busy) => Err(Error::OUT_OF_RESOURCE),
         }
+    }
+}
+
+/// The OPAL error a refused send or put reports to ob1.
+fn btl_error(e: &SendError) -> Error {
+    match e {
+        SendError::Busy => Error::OUT_OF_RESOURCE,
+        SendError::TooLarge { .. } => Error::BAD_PARAM,
+        SendError::Failed | SendError::UnknownPeer => Error::UNREACH,
     }
 }
 

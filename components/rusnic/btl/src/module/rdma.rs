@@ -3,9 +3,8 @@
 
 use mca::btl::{Btl, RdmaCompletion, RdmaOp, Registration};
 use mca::{Error, Result};
-use rusnic_core::SendError;
 
-use super::{PeerEndpoint, Rusnic, max_fragment};
+use super::{PeerEndpoint, Rusnic, btl_error, max_fragment};
 use crate::help;
 use crate::raw_put;
 
@@ -51,11 +50,7 @@ impl Rusnic {
             match eng.put(ep.id, op.remote + off as u64, lent.clone(), len) {
                 Ok(id) => puts.add_piece(put, id, lent),
                 Err(e) => {
-                    let err = match e {
-                        SendError::Busy => Error::OUT_OF_RESOURCE,
-                        SendError::TooLarge { .. } => Error::BAD_PARAM,
-                        SendError::Failed | SendError::UnknownPeer => Error::UNREACH,
-                    };
+                    let err = btl_error(&e);
                     if puts.fail_rest(put, err).is_some() {
                         // Nothing was queued: ob1 gets the error instead of a callback.
                         return Err(err);
