@@ -40,6 +40,21 @@ fn rofi() {
     assert_passes(&config, 2, Scope::Subset, &["testAlltoallwBottom"]);
 }
 
+/// rofi on shm: host matching on this machine's libfabric 1.17 (its shm's tagged
+/// matching is broken), the subset at 2 ranks.
+#[test]
+fn rofi_shm() {
+    let config = McaConfig::new(
+        "rofi-shm",
+        &[
+            ("pml", "cm"),
+            ("mtl", "rofi"),
+            ("mtl_rofi_provider_include", "shm"),
+        ],
+    );
+    assert_passes(&config, 2, Scope::Subset, &["testAlltoallwBottom"]);
+}
+
 /// rofi on the sockets provider, plain and with a 4-context scalable endpoint and
 /// thread grouping: the subset at 2 ranks (20 to 40 s each on this busy 2-core machine).
 /// Before rofi asked for manual data progress, test_msgspec's array tests (thousands

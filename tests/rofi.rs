@@ -139,6 +139,22 @@ conformance_suite!(
     ]
 );
 
+// shm, single node. On libfabric < 1.19 (this machine's 1.17) through host matching,
+// as its tagged matching is broken there (shm_gets_host_matching_for_its_known_defect):
+// the whole suite, 2 and 4 ranks. The stock OFI MTL declines shm.
+conformance_suite!(rofi_shm, rofi_on("shm"), skip: []);
+
+// Host matching forced on tcp;ofi_rxm: the same protocol (eager up to the inject size,
+// rendezvous reads above) over a network provider, whose inject size differs from shm's.
+conformance_suite!(
+    rofi_tcp_host_matching,
+    rofi_on("tcp;ofi_rxm")
+        .with("mtl_rofi_host_matching", "always")
+        .named("rofi-tcp-host-matching"),
+    ranks: [2],
+    skip: []
+);
+
 // Ranks in two network namespaces joined by veth: nothing is shared-memory local.
 conformance_suite!(
     rofi_tcp_two_hosts,
@@ -233,11 +249,11 @@ fn a_forced_layout_is_the_one_used() {
 }
 
 /// MPI_Cancel of receives racing their completion in another thread (which delivers
-/// it): every message arrives once, intact, cancelled or not. On tcp;ofi_rxm and on
-/// sockets with thread grouping.
+/// it): every message arrives once, intact, cancelled or not. On tcp;ofi_rxm, on
+/// sockets with thread grouping, and on shm (host matching: cancel races the matcher).
 #[test]
 fn cancel_racing_completion_under_thread_multiple() {
-    for config in [rofi(), rofi_sep(4, true)] {
+    for config in [rofi(), rofi_sep(4, true), rofi_on("shm")] {
         // About 2 s on sockets since rofi asks for manual progress (25 s before, when
         // the provider's own thread competed with the spinning ones): room to spare.
         let out = Job::new(&config, 2, program("cancel_race"))
@@ -249,13 +265,18 @@ fn cancel_racing_completion_under_thread_multiple() {
 
 /// Thousands of tiny MPI_Sendrecv (to self on MPI_COMM_SELF, then around the ring:
 /// mpi4py's test_msgspec array pattern), every array verified, on tcp;ofi_rxm, on
-/// sockets and on sockets with a scalable endpoint; every process reports manual data
+/// sockets, on sockets with a scalable endpoint and on shm; every process reports manual data
 /// progress. Under sockets' default (auto) progress its own thread moved the data
 /// while the MPI thread spun beside it on the same core: 65 s instead of under one
 /// for this program, and mpi4py's testArray5/6 looked hung.
 #[test]
 fn tiny_sendrecv_sweep_progresses_manually() {
-    for config in [rofi(), rofi_on("sockets"), rofi_sep(4, true)] {
+    for config in [
+        rofi(),
+        rofi_on("sockets"),
+        rofi_sep(4, true),
+        rofi_on("shm"),
+    ] {
         let out = Job::new(
             &config.clone().with("mtl_rofi_verbose", "1"),
             2,
@@ -397,22 +418,64 @@ fn libfabric_version() -> (u32, u32) {
 }
 
 /// shm before libfabric 1.19 matches unexpected tagged messages with a stale ignore
-/// mask (MPI_Ssend after a synchronous-send ACK hangs) and ignores FI_PEEK/FI_CLAIM:
-/// rofi refuses it there with that reason; from 1.19 on it must run ssend_mrecv.
+/// mask (MPI_Ssend after a synchronous-send ACK hangs, MPI_ANY_TAG misses or takes the
+/// wrong message) and ignores FI_PEEK/FI_CLAIM: there rofi matches messages itself
+/// (host matching, said at verbose 1), and with `mtl_rofi_host_matching never` refuses
+/// shm with that reason. From 1.19 on shm runs the tagged path.
 /// (The stock OFI MTL never selects shm: its hints ask for FI_REMOTE_COMM.)
 #[test]
-fn shm_runs_or_is_refused_for_its_known_defect() {
-    let out = Job::new(&rofi_on("shm"), 2, program("ssend_mrecv"))
-        .timeout(Duration::from_secs(120))
-        .run();
-    if libfabric_version() < (1, 19) {
+fn shm_gets_host_matching_for_its_known_defect() {
+    let broken = libfabric_version() < (1, 19);
+    let out = Job::new(
+        &rofi_on("shm").with("mtl_rofi_verbose", "1"),
+        2,
+        program("ssend_mrecv"),
+    )
+    .timeout(Duration::from_secs(120))
+    .run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert_eq!(
+        log.contains("using shm [shm], host matching (eager up to 4048 B, then fi_read)"),
+        broken,
+        "{}",
+        out.report()
+    );
+    let never = Job::new(
+        &rofi_on("shm").with("mtl_rofi_host_matching", "never"),
+        2,
+        program("ssend_mrecv"),
+    )
+    .timeout(Duration::from_secs(120))
+    .run();
+    if broken {
         assert_refused_with(
-            &out,
-            &["shm [shm]: rejected: libfabric < 1.19's shm matches unexpected"],
+            &never,
+            &[
+                "shm [shm]: rejected: libfabric < 1.19's shm matches unexpected",
+                "mtl_rofi_host_matching never forbids working around it",
+            ],
         );
     } else {
-        out.assert_passed();
+        never.assert_passed();
     }
+}
+
+/// Host matching cannot spread communicators over scalable-endpoint contexts: asking
+/// for both is refused with the reason.
+#[test]
+fn host_matching_with_scalable_endpoints_is_refused() {
+    let out = Job::new(
+        &rofi_sep(2, false).with("mtl_rofi_host_matching", "always"),
+        2,
+        program("ssend_mrecv"),
+    )
+    .timeout(Duration::from_secs(120))
+    .run();
+    assert_refused_with(
+        &out,
+        &["uses one endpoint context, and scalable endpoints were requested"],
+    );
 }
 
 /// `ompi_info --param mtl rofi --level 9` documents every parameter.
@@ -433,6 +496,7 @@ fn ompi_info_documents_every_parameter() {
         "mtl_rofi_enable_sep",
         "mtl_rofi_thread_grouping",
         "mtl_rofi_num_ctxts",
+        "mtl_rofi_host_matching",
         // MPI_T performance variables
         "mtl_rofi_sends",
         "mtl_rofi_injects",

@@ -56,6 +56,8 @@ pub struct Engine {
     pub bounce: BouncePool,
     /// Small nonblocking sends inject too (`mtl_rofi_isend_inject`).
     pub isend_inject: bool,
+    /// Host matching (`crate::host`) instead of the provider's tagged queues.
+    pub host: Option<crate::host::Host>,
 }
 
 /// What init learned and opened, for [`Engine::new`].
@@ -70,6 +72,7 @@ pub struct Setup {
     pub event_cnt: usize,
     pub min_landing: usize,
     pub isend_inject: bool,
+    pub host: Option<crate::host::Host>,
 }
 
 impl Engine {
@@ -90,6 +93,7 @@ impl Engine {
             peers: AtomicUsize::new(0),
             bounce: BouncePool::new(s.min_landing.max(1)),
             isend_inject: s.isend_inject,
+            host: s.host,
         }
     }
 

@@ -6,6 +6,7 @@
 //! and feeds completions back. Raw pointers stay in `raw`.
 
 mod engine;
+mod host;
 mod params;
 mod progress;
 mod raw;
@@ -22,7 +23,7 @@ use mca::mtl::{Comm, Mtl, MtlComponent, MtlLimits, MtlModule, SendMode, Status};
 use mca::output::Stream;
 use mca::params::Registrar;
 use mca::{Error, Result, sys, verbose};
-use rofi_core::provider::{Requirements, Selection, select};
+use rofi_core::provider::{HostMatching, Requirements, Selection, select};
 use rofi_core::sync::SendLimits;
 
 use engine::Engine;
@@ -97,27 +98,43 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
         single_node: single_node(),
         sep,
         libfabric: Some(raw::fabric::runtime_version()),
+        host_matching: p.host_matching(),
     };
     if !p.rxm_dyn_rbuf.enabled() {
         raw::env::disable_rxm_dyn_rbuf();
     }
-    let mut last = None;
-    // FI_DIRECTED_RECV first (the full layout needs it); without it the layouts that
-    // carry the source in the tag still work.
-    for directed_recv in [true, false] {
-        let list = InfoList::discover(Hints {
+    let discover = |directed_recv, host_matching| {
+        InfoList::discover(Hints {
             thread_safe: thread_multiple,
             directed_recv,
+            host_matching,
         })
         .map_err(|e| {
             verbose!(stream(), 1, "mtl:rofi: {e}");
             Error::NOT_AVAILABLE
-        })?;
+        })
+    };
+    let always = req.host_matching == HostMatching::Always;
+    let mut last = None;
+    // FI_DIRECTED_RECV first (the full layout needs it); without it the layouts that
+    // carry the source in the tag still work.
+    for directed_recv in [true, false] {
+        let list = discover(directed_recv, always)?;
         let selection = select(&list.entries(), &p.filter(), &req);
-        if selection.chosen.is_some() {
-            return Ok((list, selection));
+        match selection.chosen {
+            // Host matching needs untagged messages and reads: ask again for those
+            // (asking always would hide providers without them from tagged use).
+            Some(c) if c.host_matching && !always => {
+                let list = discover(directed_recv, true)?;
+                let selection = select(&list.entries(), &p.filter(), &req);
+                if selection.chosen.is_some_and(|c| c.host_matching) {
+                    return Ok((list, selection));
+                }
+                last = Some((list, selection));
+            }
+            Some(_) => return Ok((list, selection)),
+            None => last = Some((list, selection)),
         }
-        last = Some((list, selection));
     }
     last.ok_or(Error::NOT_AVAILABLE)
 }
@@ -201,6 +218,25 @@ impl MtlComponent for Rofi {
         })?;
         raw::modex::send(&name, contexts.num_ctxts())?;
         let layout = chosen.layout;
+        let host = if chosen.host_matching {
+            let Some(h) = host::Host::new(info.inject_size) else {
+                let why = format!(
+                    "host matching needs an inject size above {} bytes, the provider has {}",
+                    rofi_core::host::wire::HEADER_LEN,
+                    info.inject_size
+                );
+                mca::help::show_help(
+                    "help-mtl-rofi.txt",
+                    "init failed",
+                    true,
+                    &[&info.name, &why],
+                );
+                return Err(Error::NOT_AVAILABLE);
+            };
+            Some(h)
+        } else {
+            None
+        };
         let limits = SendLimits {
             inject_size: info.inject_size as u64,
             max_msg_size: info.max_msg_size,
@@ -219,17 +255,24 @@ impl MtlComponent for Rofi {
                 0
             },
             isend_inject: p.isend_inject.enabled(),
+            host,
         });
         verbose!(
             stream(),
             1,
-            "mtl:rofi: using {} [{}], tag layout {}, max tag {}, max cid {}, inject {} B, \
+            "mtl:rofi: using {} [{}], {}, max tag {}, max cid {}, inject {} B, \
              threads {}, {} progress, {}",
             info.name,
             info.fabric,
-            layout.kind(),
-            layout.max_tag(),
-            layout.max_contextid(),
+            match &engine.host {
+                Some(h) => format!(
+                    "host matching (eager up to {} B, then fi_read)",
+                    h.eager_max
+                ),
+                None => format!("tag layout {}", layout.kind()),
+            },
+            max_tag(&engine, layout),
+            max_contextid(&engine, layout),
             info.inject_size,
             if mpi_threads {
                 "FI_THREAD_SAFE"
@@ -254,16 +297,39 @@ impl MtlComponent for Rofi {
                 ),
             }
         );
+        let limits = MtlLimits {
+            max_contextid: max_contextid(&engine, layout),
+            max_tag: max_tag(&engine, layout),
+            flags: 0,
+        };
         if ENGINE.set(engine).is_err() {
             return Err(Error::ERROR);
         }
+        let started = crate::engine()?;
+        if started.host.is_some() {
+            started.host_start()?;
+        }
         mca::progress::register(rofi_progress)?;
-        let limits = MtlLimits {
-            max_contextid: layout.max_contextid().min(i32::MAX as u32) as i32,
-            max_tag: layout.max_tag(),
-            flags: 0,
-        };
         Ok((RofiModule, limits))
+    }
+}
+
+/// The largest tag: the layout's, or any `int` with host matching (its header has 32
+/// bits for it).
+fn max_tag(engine: &Engine, layout: rofi_core::tag::TagLayout) -> i32 {
+    if engine.host.is_some() {
+        i32::MAX
+    } else {
+        layout.max_tag()
+    }
+}
+
+/// The largest communicator id, likewise (32 header bits with host matching).
+fn max_contextid(engine: &Engine, layout: rofi_core::tag::TagLayout) -> i32 {
+    if engine.host.is_some() {
+        i32::MAX
+    } else {
+        layout.max_contextid().min(i32::MAX as u32) as i32
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::OnceLock;
 
 use mca::params::{Level, Param, Registrar, StringParam};
 use rofi_core::context::{SepError, SepRequest, sep_request};
-use rofi_core::provider::NameFilter;
+use rofi_core::provider::{HostMatching, NameFilter};
 use rofi_core::tag::TagMode;
 
 #[derive(Debug, Clone, Copy)]
@@ -21,6 +21,7 @@ pub struct Params {
     pub enable_sep: Param<bool>,
     pub thread_grouping: Param<bool>,
     pub num_ctxts: Param<i32>,
+    pub host_matching: Param<i32>,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -44,6 +45,10 @@ impl Params {
             self.num_ctxts.get(),
             local_ranks,
         )
+    }
+
+    pub fn host_matching(&self) -> HostMatching {
+        HostMatching::from_mca_value(self.host_matching.get()).unwrap_or_default()
     }
 
     /// The include/exclude lists (validated at registration).
@@ -177,6 +182,17 @@ pub fn register(reg: &mut Registrar) {
     ) {
         reg.reject(e.to_string());
     }
+    let host_matching = reg.enumeration(
+        "host_matching",
+        0,
+        &HostMatching::CHOICES,
+        Level::TUNER_ALL,
+        "Match MPI messages in rofi instead of the provider's tagged receive queues: \
+         eager messages up to the inject size and rendezvous reads (fi_read) for larger \
+         ones, over untagged messages. auto = only for providers whose tag matching is \
+         broken in the running libfabric (shm before 1.19); always = every provider with \
+         FI_MSG and FI_RMA; never = reject broken providers instead",
+    );
     let _ = PARAMS.set(Params {
         priority,
         verbose,
@@ -190,5 +206,6 @@ pub fn register(reg: &mut Registrar) {
         enable_sep,
         thread_grouping,
         num_ctxts,
+        host_matching,
     });
 }

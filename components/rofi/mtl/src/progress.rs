@@ -21,6 +21,7 @@ use crate::stats::{Counter, bump};
 enum Deferred {
     Complete(usize, Status),
     Ack(AckSend, Comm),
+    Host(crate::host::Action),
 }
 
 /// libfabric error number → the core's classification.
@@ -47,6 +48,9 @@ impl Engine {
     /// Drains every context's CQ, this thread's first; returns the number of
     /// completions handled. A context another thread is draining is skipped.
     pub fn progress(&self) -> usize {
+        if self.host.is_some() {
+            self.host_repost();
+        }
         let n = self.cqs.len() as u32;
         if n == 1 {
             return self.progress_ctx(0);
@@ -110,6 +114,7 @@ impl Engine {
             match d {
                 Deferred::Ack(ack, comm) => self.send_ack(ack, comm),
                 Deferred::Complete(raw, status) => slot::complete(raw, status),
+                Deferred::Host(a) => self.host_act(vec![a]),
             }
         }
         handled
@@ -120,6 +125,28 @@ impl Engine {
             // An operation posted without a context (none are): nothing to complete.
             None => {}
             Some(Target::Local(op)) => deliver_local(op, ev),
+            Some(Target::Bounce(i)) => {
+                let mut out = Vec::new();
+                self.host_arrival(i, ev, &mut out);
+                later.extend(out.into_iter().map(Deferred::Host));
+            }
+            Some(Target::Request { raw, .. }) if self.host.is_some() => {
+                // Host matching posts one kind of operation per request: a read.
+                if let Event::Failed { err, message, .. } = &ev {
+                    verbose!(
+                        self.stream,
+                        1,
+                        "mtl:rofi: host matching: read failed ({err}): {message}"
+                    );
+                }
+                let failed = matches!(ev, Event::Failed { .. });
+                let out = slot::with_state(raw, |st| {
+                    st.finishing
+                        .store(true, std::sync::atomic::Ordering::Release);
+                    self.host_read_done(raw, st, failed)
+                });
+                later.extend(out.into_iter().map(Deferred::Host));
+            }
             Some(Target::Request { raw, leg }) => {
                 let (ack, status) = slot::with_state(raw, |st| {
                     let out = self.request_event(st, leg, ev);
@@ -196,6 +223,8 @@ impl Engine {
                 }
                 (done.ack.map(|a| (a, *comm)), Some(status))
             }
+            // Host-matched requests never reach here (see `dispatch`).
+            Op::HostRecv(_) | Op::HostSend => (None, None),
         }
     }
 

@@ -47,6 +47,9 @@ impl Engine {
         convertor: &mut Convertor,
         request: Slot,
     ) -> Result<()> {
+        if self.host.is_some() {
+            return self.host_irecv(comm, src, tag, convertor, request);
+        }
         let m = self.matching(comm, src, tag)?;
         let c = self.ctx_of(comm);
         let raw = request.key();
@@ -123,6 +126,9 @@ impl Engine {
     }
 
     pub fn iprobe(&self, comm: Comm, src: i32, tag: i32) -> Result<Option<Status>> {
+        if self.host.is_some() {
+            return self.host_iprobe(comm, src, tag);
+        }
         let m = self.matching(comm, src, tag)?;
         let op = LocalOp::default();
         let mut ctx = OpContext::new(Target::Local(&op));
@@ -143,6 +149,9 @@ impl Engine {
         src: i32,
         tag: i32,
     ) -> Result<Option<(*mut sys::ompi_message_t, Status)>> {
+        if self.host.is_some() {
+            return self.host_improbe(comm, src, tag);
+        }
         let m = self.matching(comm, src, tag)?;
         let op = LocalOp::default();
         // Boxed: a claimed message is received with this very context later.
@@ -181,6 +190,9 @@ impl Engine {
         handle: *mut sys::ompi_message_t,
         request: Slot,
     ) -> Result<()> {
+        if self.host.is_some() {
+            return self.host_imrecv(convertor, handle, request);
+        }
         let Some(Owned(claimed)) = self
             .claimed
             .lock()
@@ -231,6 +243,10 @@ impl Engine {
     /// Cancels a posted receive that has not matched; sends and matched receives are
     /// left alone (MPI_Test_cancelled then reports false).
     pub fn cancel(&self, request: Slot) -> Result<()> {
+        if self.host.is_some() {
+            self.host_cancel(request.key());
+            return Ok(());
+        }
         // Every progress lock: no completion of this request can be dispatched while
         // they are held, so a request not yet finishing keeps its state until we are
         // done reading it. (Progress only try-locks; the one blocking holder elsewhere,

@@ -105,6 +105,28 @@ pub enum Op {
         /// The context a matched-probe receive must reuse (FI_CLAIM), kept alive here.
         claim: Option<Box<OpContext>>,
     },
+    /// A host-matched receive (`crate::host`).
+    HostRecv(HostRecv),
+    /// A host-matched send, completed when its Ack or Fin arrives.
+    HostSend,
+}
+
+/// A receive rofi matches itself.
+#[derive(Debug)]
+pub struct HostRecv {
+    pub buffer: Option<ReceiveBuffer>,
+    pub comm: Comm,
+    /// Set once a large message matched and the read of its data is posted.
+    pub reading: Option<Reading>,
+}
+
+/// What a receive whose data is being read reports when the read completes, and whom
+/// it tells (Fin).
+#[derive(Debug, Clone, Copy)]
+pub struct Reading {
+    pub status: Status,
+    pub rank: u32,
+    pub id: u64,
 }
 
 const ANY: i32 = -1;

@@ -145,6 +145,9 @@ impl Engine {
         convertor: &mut Convertor,
         mode: SendMode,
     ) -> Result<()> {
+        if self.host.is_some() {
+            return self.host_send(comm, dest, tag, convertor, mode, None);
+        }
         let Prepared {
             from,
             to,
@@ -203,6 +206,9 @@ impl Engine {
         mode: SendMode,
         request: Slot,
     ) -> Result<()> {
+        if self.host.is_some() {
+            return self.host_send(comm, dest, tag, convertor, mode, Some(request));
+        }
         let Prepared {
             from,
             to,
@@ -234,7 +240,7 @@ impl Engine {
             // Nothing is posted: the request is ours alone to complete.
             let step = slot::with_state(raw, |st| match &mut st.op {
                 Op::Send { tracker, .. } => tracker.on_ack_post_failed(e),
-                Op::Recv { .. } => SendStep::Wait,
+                Op::Recv { .. } | Op::HostRecv(_) | Op::HostSend => SendStep::Wait,
             });
             if let SendStep::Complete(r) = step {
                 slot::complete(raw, send_status(r));
@@ -256,7 +262,7 @@ impl Engine {
                 let guard = self.lock_ctx(c);
                 let step = slot::with_state(raw, |st| match &mut st.op {
                     Op::Send { tracker, .. } => tracker.on_data_error(e),
-                    Op::Recv { .. } => SendStep::Wait,
+                    Op::Recv { .. } | Op::HostRecv(_) | Op::HostSend => SendStep::Wait,
                 });
                 drop(guard);
                 match step {

@@ -36,7 +36,8 @@ mod tests;
 
 pub use filter::{FilterError, NameFilter, NameRejection};
 pub use select::{
-    Chosen, Outcome, Rejection, Requirements, Selection, Tier, Verdict, known_defect, select,
+    Chosen, HostMatching, Outcome, Rejection, Requirements, Selection, Tier, Verdict, known_defect,
+    select,
 };
 
 use crate::tag::TagCaps;

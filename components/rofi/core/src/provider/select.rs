@@ -20,6 +20,36 @@ pub struct Requirements {
     /// The running libfabric's `(major, minor)`, for providers broken in some versions;
     /// `None`: unknown, assume none is.
     pub libfabric: Option<(u32, u32)>,
+    /// `mtl_rofi_host_matching`.
+    pub host_matching: HostMatching,
+}
+
+/// When rofi matches MPI messages itself ([`crate::host`]) instead of posting tagged
+/// receives to the provider (`mtl_rofi_host_matching`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HostMatching {
+    /// For providers whose tag matching has a [`known_defect`] in the running libfabric.
+    #[default]
+    Auto,
+    /// For every provider (needs FI_MSG and FI_RMA reads).
+    Always,
+    /// Never: providers with a known matching defect are rejected.
+    Never,
+}
+
+impl HostMatching {
+    /// `(MCA enum value, name)` of every setting.
+    pub const CHOICES: [(i32, &'static str); 3] = [(0, "auto"), (1, "always"), (2, "never")];
+
+    #[must_use]
+    pub const fn from_mca_value(v: i32) -> Option<HostMatching> {
+        match v {
+            0 => Some(HostMatching::Auto),
+            1 => Some(HostMatching::Always),
+            2 => Some(HostMatching::Never),
+            _ => None,
+        }
+    }
 }
 
 /// Why a provider cannot carry MPI matching in the running libfabric, if it cannot.
@@ -80,8 +110,11 @@ pub enum Rejection {
     Tag(TagError),
     /// Scalable endpoints were requested and this provider cannot give them.
     Sep(SepError),
-    /// The provider is broken for tagged matching in the running libfabric.
+    /// The provider is broken for tagged matching in the running libfabric (and host
+    /// matching is off).
     Defect(&'static str),
+    /// Host matching runs on one endpoint context; scalable endpoints were requested.
+    HostMatchingSep,
 }
 
 impl fmt::Display for Rejection {
@@ -100,7 +133,16 @@ impl fmt::Display for Rejection {
             }
             Rejection::Tag(e) => e.fmt(f),
             Rejection::Sep(e) => e.fmt(f),
-            Rejection::Defect(why) => f.write_str(why),
+            Rejection::Defect(why) => {
+                write!(
+                    f,
+                    "{why}; mtl_rofi_host_matching never forbids working around it"
+                )
+            }
+            Rejection::HostMatchingSep => f.write_str(
+                "host matching (needed for this provider or asked for) uses one endpoint \
+                 context, and scalable endpoints were requested",
+            ),
         }
     }
 }
@@ -132,6 +174,8 @@ pub struct Chosen {
     pub layout: TagLayout,
     /// Present iff scalable endpoints were requested.
     pub sep: Option<SepPlan>,
+    /// rofi matches messages itself ([`crate::host`]).
+    pub host_matching: bool,
 }
 
 /// Result of [`select`]: the choice (if any) and a verdict per candidate, in the order
@@ -171,8 +215,17 @@ fn check(
     if !(info.ep_rdm && info.tagged) {
         return Err(Rejection::NotTaggedRdm);
     }
-    if let Some(why) = known_defect(info, req.libfabric) {
-        return Err(Rejection::Defect(why));
+    let defect = known_defect(info, req.libfabric);
+    let host_matching = match req.host_matching {
+        HostMatching::Always => true,
+        HostMatching::Auto => defect.is_some(),
+        HostMatching::Never => match defect {
+            Some(why) => return Err(Rejection::Defect(why)),
+            None => false,
+        },
+    };
+    if host_matching && req.sep.is_some() {
+        return Err(Rejection::HostMatchingSep);
     }
     if req.thread_multiple && !info.thread_safe {
         return Err(Rejection::NotThreadSafe);
@@ -196,6 +249,7 @@ fn check(
         index: 0,
         layout,
         sep,
+        host_matching,
     })
 }
 

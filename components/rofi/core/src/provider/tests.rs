@@ -265,29 +265,62 @@ fn empty_candidate_list_reports_it() {
 }
 
 #[test]
-fn shm_before_libfabric_1_19_is_refused_with_the_reason() {
+fn shm_before_libfabric_1_19_gets_host_matching_or_is_refused_with_the_reason() {
     let c = this_machine();
     let shm = NameFilter::from_params(Some("shm"), None).unwrap();
-    for (version, usable) in [
-        (None, true),
-        (Some((1, 17)), false),
-        (Some((1, 18)), false),
-        (Some((1, 19)), true),
-        (Some((2, 0)), true),
+    for (version, defective) in [
+        (None, false),
+        (Some((1, 17)), true),
+        (Some((1, 18)), true),
+        (Some((1, 19)), false),
+        (Some((2, 0)), false),
     ] {
-        let r = Requirements {
-            libfabric: version,
-            ..req()
-        };
-        let s = select(&c, &shm, &r);
-        assert_eq!(s.chosen.is_some(), usable, "{version:?}: {}", s.report());
-        if !usable {
-            assert!(s.report().contains("stale ignore mask"), "{}", s.report());
+        for policy in [
+            HostMatching::Auto,
+            HostMatching::Always,
+            HostMatching::Never,
+        ] {
+            let r = Requirements {
+                libfabric: version,
+                host_matching: policy,
+                ..req()
+            };
+            let s = select(&c, &shm, &r);
+            if defective && policy == HostMatching::Never {
+                assert!(s.chosen.is_none());
+                assert!(s.report().contains("stale ignore mask"), "{}", s.report());
+                assert!(s.report().contains("host_matching never"), "{}", s.report());
+            } else {
+                let chosen = s.chosen.expect("shm usable");
+                let host = policy == HostMatching::Always || defective;
+                assert_eq!(chosen.host_matching, host, "{version:?} {policy:?}");
+            }
+            // Only shm is affected.
+            let tcp = select(&c, &NameFilter::Default, &r).chosen.unwrap();
+            assert_eq!(c[tcp.index].name, "tcp;ofi_rxm");
+            assert_eq!(tcp.host_matching, policy == HostMatching::Always);
         }
-        // Only shm is affected.
-        assert_eq!(
-            chosen_name(&c, &NameFilter::Default, &r).as_deref(),
-            Some("tcp;ofi_rxm")
-        );
     }
+}
+
+#[test]
+fn host_matching_refuses_scalable_endpoints() {
+    let c = this_machine();
+    let r = Requirements {
+        libfabric: Some((1, 17)),
+        sep: Some(
+            crate::context::sep_request(true, false, 2, 1)
+                .unwrap()
+                .unwrap(),
+        ),
+        ..req()
+    };
+    let shm = NameFilter::from_params(Some("shm"), None).unwrap();
+    let s = select(&c, &shm, &r);
+    assert!(s.chosen.is_none());
+    assert!(
+        s.report().contains("scalable endpoints were requested"),
+        "{}",
+        s.report()
+    );
 }

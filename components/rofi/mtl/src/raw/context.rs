@@ -24,6 +24,8 @@ pub enum Target {
     Request { raw: usize, leg: Leg },
     /// An operation a thread waits for in the call (blocking send, probes).
     Local(*const LocalOp),
+    /// Host matching's untagged receive buffer number `n` (`super::bounce`).
+    Bounce(u32),
 }
 
 /// A completion, success or error, as rofi needs it.

@@ -26,6 +26,8 @@ const API_VERSION: u32 = fi::fi_version_of(1, 5);
 pub struct Hints {
     pub thread_safe: bool,
     pub directed_recv: bool,
+    /// Untagged messages and RMA reads too (host matching, `crate::host`).
+    pub host_matching: bool,
 }
 
 /// The list `fi_getinfo` returned; freed on drop.
@@ -77,6 +79,9 @@ impl InfoList {
             (*hints).caps = fi::FI_TAGGED;
             if h.directed_recv {
                 (*hints).caps |= fi::FI_DIRECTED_RECV;
+            }
+            if h.host_matching {
+                (*hints).caps |= fi::FI_MSG | fi::FI_RMA | fi::FI_READ | fi::FI_REMOTE_READ;
             }
             (*(*hints).ep_attr).type_ = fi::FI_EP_RDM;
             (*(*hints).tx_attr).msg_order = fi::FI_ORDER_SAS;
@@ -513,6 +518,96 @@ impl Fabric {
         unsafe { fi::fi_trecvmsg(self.ctxs[c as usize].rx, &msg, flags | fi::FI_COMPLETION) }
     }
 
+    /// `fi_inject` of an untagged message: the bytes are copied before it returns.
+    pub fn inject(&self, c: u32, bytes: &[u8], dest: u64) -> isize {
+        // SAFETY: inject reads `bytes` before returning; the endpoint is open.
+        unsafe {
+            fi::fi_inject(
+                self.ctxs[c as usize].tx,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                dest,
+            )
+        }
+    }
+
+    /// `fi_recv` of an untagged message from anyone into `len` bytes at `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay writable and `ctx` alive and unmoved until the completion.
+    pub unsafe fn recv(&self, c: u32, buf: *mut u8, len: usize, ctx: *mut OpContext) -> isize {
+        // SAFETY: caller contract; the endpoint is open.
+        unsafe {
+            fi::fi_recv(
+                self.ctxs[c as usize].rx,
+                buf.cast(),
+                len,
+                ptr::null_mut(),
+                ADDR_ANY,
+                ctx.cast(),
+            )
+        }
+    }
+
+    /// `fi_read` of `len` bytes at `remote` (registered under `key`) of the peer at
+    /// `src` into `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay writable and `ctx` alive and unmoved until the completion.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn read(
+        &self,
+        c: u32,
+        buf: *mut u8,
+        len: usize,
+        src: u64,
+        remote: u64,
+        key: u64,
+        ctx: *mut OpContext,
+    ) -> isize {
+        // SAFETY: caller contract; the endpoint is open.
+        unsafe {
+            fi::fi_read(
+                self.ctxs[c as usize].tx,
+                buf.cast(),
+                len,
+                ptr::null_mut(),
+                src,
+                remote,
+                key,
+                ctx.cast(),
+            )
+        }
+    }
+
+    /// Registers `len` bytes at `buf` for remote reads, asking for `key`.
+    ///
+    /// # Safety
+    /// The bytes must stay valid until the returned registration is dropped.
+    pub unsafe fn register(&self, buf: *const u8, len: usize, key: u64) -> Result<Mr, String> {
+        let mut mr = ptr::null_mut();
+        // SAFETY: open domain; caller contract for the memory; `mr` is ours.
+        let rc = unsafe {
+            fi::fi_mr_reg(
+                self.domain,
+                buf.cast(),
+                len,
+                fi::FI_REMOTE_READ,
+                0,
+                key,
+                0,
+                &mut mr,
+                ptr::null_mut(),
+            )
+        };
+        check(rc, "fi_mr_reg")?;
+        // SAFETY: `mr` was just opened.
+        let key = unsafe { fi::fi_mr_key(mr) };
+        // The hints ask for no MR mode bits, so remote addresses are offsets into the
+        // region (no FI_MR_VIRT_ADDR): a peer reads from offset 0.
+        Ok(Mr { fid: mr, key })
+    }
+
     /// `fi_cancel` of the receive posted on context `c` with `ctx`.
     pub fn cancel(&self, c: u32, ctx: *mut OpContext) -> isize {
         // SAFETY: cancel only compares the context pointer with posted operations.
@@ -584,6 +679,25 @@ impl Fabric {
             // SAFETY: each open object is closed once (guarded by `closed`).
             unsafe { fi::fi_close(f) };
         }
+    }
+}
+
+/// A memory registration, closed on drop (before the fabric is closed: rofi drops
+/// every pending send at the latest when its peer's Fin arrives or at finalize).
+#[derive(Debug)]
+pub struct Mr {
+    fid: *mut fi::fid_mr,
+    /// The key peers read with (the one asked for unless the provider picks keys).
+    pub key: u64,
+}
+
+// SAFETY: a registration handle has no thread affinity; it is only closed, once.
+unsafe impl Send for Mr {}
+
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // SAFETY: an open registration from `register`, closed once.
+        unsafe { fi::fi_close(&raw mut (*self.fid).fid) };
     }
 }
 

@@ -2,6 +2,7 @@
 //! libfabric objects, operation contexts handed to the provider, the PML's request
 //! memory, process endpoints and matched-message handles. The rest of the glue is safe.
 
+pub mod bounce;
 pub mod buffer;
 pub mod context;
 pub mod env;

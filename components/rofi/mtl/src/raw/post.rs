@@ -64,3 +64,31 @@ pub fn inject(e: &Engine, c: u32, bytes: (*const u8, usize), addr: u64, plan: &S
     };
     e.fabric.tinject(c, slice, addr, plan.bits, plan.cq_data)
 }
+
+/// Host matching: reads `len` bytes of a peer's registration (`key`, offset `remote`)
+/// into `buf`.
+#[allow(clippy::too_many_arguments)]
+pub fn read(
+    e: &Engine,
+    buf: *mut u8,
+    len: usize,
+    src: u64,
+    remote: u64,
+    key: u64,
+    ctx: *mut OpContext,
+) -> isize {
+    // SAFETY: module contract (the buffer is written until the read completes).
+    unsafe { e.fabric.read(0, buf, len, src, remote, key, ctx) }
+}
+
+/// Host matching: registers a send's bytes for peers to read. The caller keeps the
+/// buffer alive as long as the registration (both sit in one pending send).
+pub fn register(
+    e: &Engine,
+    buffer: &mca::convertor::SendBuffer,
+    key: u64,
+) -> Result<super::fabric::Mr, String> {
+    let bytes = buffer.as_slice();
+    // SAFETY: module contract (the bytes outlive the registration).
+    unsafe { e.fabric.register(bytes.as_ptr(), bytes.len(), key) }
+}

@@ -1,0 +1,228 @@
+use seeded_rng::Rng;
+
+use super::wire::{self, DecodeError, HEADER_LEN, Message};
+use super::{ANY, Envelope, Matcher, Pattern};
+
+fn env(cid: u32, source: u32, tag: i32) -> Envelope {
+    Envelope { cid, source, tag }
+}
+
+#[test]
+fn every_kind_round_trips() {
+    let e = env(7, 3, -12);
+    let mut eager = Vec::new();
+    wire::encode_eager(e, Some(99), b"payload", &mut eager);
+    assert_eq!(eager.len(), HEADER_LEN + 7);
+    assert_eq!(
+        wire::decode(&eager),
+        Ok(Message::Eager {
+            env: e,
+            sync: Some(99),
+            payload: b"payload"
+        })
+    );
+    let mut empty = Vec::new();
+    wire::encode_eager(e, None, &[], &mut empty);
+    assert_eq!(
+        wire::decode(&empty),
+        Ok(Message::Eager {
+            env: e,
+            sync: None,
+            payload: &[]
+        })
+    );
+    let rts = wire::encode_rts(e, 1 << 40, 5, 0xdead_beef_0000, u64::MAX);
+    assert_eq!(
+        wire::decode(&rts),
+        Ok(Message::Rts {
+            env: e,
+            len: 1 << 40,
+            id: 5,
+            addr: 0xdead_beef_0000,
+            key: u64::MAX
+        })
+    );
+    assert_eq!(
+        wire::decode(&wire::encode_ack(u64::MAX)),
+        Ok(Message::Ack { id: u64::MAX })
+    );
+    for failed in [false, true] {
+        assert_eq!(
+            wire::decode(&wire::encode_fin(1, failed)),
+            Ok(Message::Fin { id: 1, failed })
+        );
+    }
+}
+
+#[test]
+fn malformed_messages_are_refused() {
+    let mut eager = Vec::new();
+    wire::encode_eager(env(1, 1, 1), None, b"abcd", &mut eager);
+    assert_eq!(
+        wire::decode(&eager[..HEADER_LEN - 1]),
+        Err(DecodeError::Short(47))
+    );
+    assert_eq!(
+        wire::decode(&eager[..HEADER_LEN + 3]),
+        Err(DecodeError::Length {
+            header: 4,
+            payload: 3
+        })
+    );
+    let mut extra = eager.clone();
+    extra.push(0);
+    assert!(matches!(
+        wire::decode(&extra),
+        Err(DecodeError::Length { .. })
+    ));
+    let mut kind = eager.clone();
+    kind[0] = 9;
+    assert_eq!(wire::decode(&kind), Err(DecodeError::Kind(9)));
+    let mut reserved = eager.clone();
+    reserved[3] = 1;
+    assert_eq!(wire::decode(&reserved), Err(DecodeError::Reserved));
+    let mut flags = wire::encode_ack(1);
+    flags[1] = 1;
+    assert_eq!(wire::decode(&flags), Err(DecodeError::Flags(1)));
+    let mut fin_sync = wire::encode_fin(1, false);
+    fin_sync[1] = 1;
+    assert_eq!(wire::decode(&fin_sync), Err(DecodeError::Flags(1)));
+    // Every error explains itself.
+    for e in [
+        DecodeError::Short(1),
+        DecodeError::Kind(9),
+        DecodeError::Flags(4),
+        DecodeError::Reserved,
+        DecodeError::Length {
+            header: 1,
+            payload: 2,
+        },
+    ] {
+        assert!(!e.to_string().is_empty());
+    }
+}
+
+#[test]
+fn decoding_arbitrary_bytes_never_panics() {
+    let mut rng = Rng::new(11);
+    for _ in 0..20_000 {
+        let mut b = vec![0u8; rng.below(80) as usize];
+        rng.fill(&mut b);
+        if rng.percent(50) && b.len() >= 4 {
+            b[0] = rng.range(1, 5) as u8;
+            b[1] = 0;
+            b[2] = 0;
+            b[3] = 0;
+        }
+        let _ = wire::decode(&b);
+    }
+}
+
+#[test]
+fn wildcards_follow_mpi() {
+    let any = Pattern::from_mpi(4, ANY, ANY);
+    assert!(any.matches(&env(4, 9, 0)));
+    assert!(any.matches(&env(4, 9, i32::MAX)));
+    assert!(!any.matches(&env(4, 9, -3)), "ANY_TAG takes internal tags");
+    assert!(!any.matches(&env(5, 9, 0)), "other communicator");
+    let internal = Pattern::from_mpi(4, 2, -3);
+    assert!(internal.matches(&env(4, 2, -3)));
+    assert!(!internal.matches(&env(4, 1, -3)));
+    assert!(!Pattern::from_mpi(4, -2, 1).matches(&env(4, u32::MAX - 1, 1)));
+}
+
+#[test]
+fn receives_take_the_oldest_fitting_message() {
+    let mut m: Matcher<&str, u32> = Matcher::default();
+    assert_eq!(m.arrive(env(1, 0, 5), || 1), None);
+    assert_eq!(m.arrive(env(1, 1, 6), || 2), None);
+    assert_eq!(m.arrive(env(1, 0, 6), || 3), None);
+    // A specific tag skips older messages with other tags.
+    let (r, e, msg) = m.post(Pattern::from_mpi(1, 0, 6), "a").unwrap();
+    assert_eq!((r, e, msg), ("a", env(1, 0, 6), 3));
+    // Probing leaves the message; claiming removes it.
+    assert_eq!(
+        m.probe(&Pattern::from_mpi(1, ANY, ANY)).map(|(_, &v)| v),
+        Some(1)
+    );
+    assert_eq!(
+        m.claim(&Pattern::from_mpi(1, 1, ANY)),
+        Some((env(1, 1, 6), 2))
+    );
+    assert_eq!(m.queued(), (0, 1));
+    // Posted receives are matched in posting order.
+    assert!(m.post(Pattern::from_mpi(2, ANY, ANY), "x").is_none());
+    assert!(m.post(Pattern::from_mpi(2, 3, 7), "y").is_none());
+    assert_eq!(m.arrive(env(2, 3, 7), || 0), Some("x"));
+    assert_eq!(m.arrive(env(2, 3, 7), || 0), Some("y"));
+    // Cancel removes only what is still posted.
+    assert!(m.post(Pattern::from_mpi(2, ANY, 1), "z").is_none());
+    assert_eq!(m.cancel(|r| *r == "z"), Some("z"));
+    assert_eq!(m.cancel(|r| *r == "z"), None);
+    assert_eq!(m.arrive(env(2, 0, 1), || 4), None);
+}
+
+/// Random posts, arrivals, probes and cancels on a few communicators, sources and tags:
+/// no posted receive ever fits a queued message (either would have taken the other),
+/// and messages from one source that one receive pattern fits are consumed in the
+/// order they arrived.
+#[test]
+fn random_traffic_keeps_mpi_matching_rules() {
+    for seed in 0..200 {
+        let mut rng = Rng::new(seed);
+        let mut m: Matcher<(usize, Pattern), (usize, Envelope)> = Matcher::default();
+        let mut arrived = 0usize;
+        let mut consumed: Vec<(Pattern, usize, Envelope)> = Vec::new();
+        let pick_tag = |rng: &mut Rng| rng.range(0, 4) as i32 - 1;
+        let mut handle = 0usize;
+        for _ in 0..400 {
+            match rng.below(5) {
+                0 | 1 => {
+                    let e = env(rng.below(2) as u32, rng.below(3) as u32, {
+                        let t = pick_tag(&mut rng);
+                        if t == ANY { -5 } else { t }
+                    });
+                    let seq = arrived;
+                    arrived += 1;
+                    if let Some((_, p)) = m.arrive(e, || (seq, e)) {
+                        consumed.push((p, seq, e));
+                    }
+                }
+                2 => {
+                    let src = rng.range(0, 4) as i32 - 1;
+                    let p = Pattern::from_mpi(rng.below(2) as u32, src, pick_tag(&mut rng));
+                    handle += 1;
+                    if let Some(((_, p), e, (seq, _))) = m.post(p, (handle, p)) {
+                        consumed.push((p, seq, e));
+                    }
+                }
+                3 => {
+                    let p = Pattern::from_mpi(rng.below(2) as u32, ANY, ANY);
+                    if let Some((e, (_, e2))) = m.probe(&p) {
+                        assert_eq!(e, e2);
+                        assert!(p.matches(e));
+                    }
+                }
+                _ => {
+                    let h = rng.range(1, handle as u64 + 2) as usize;
+                    let _ = m.cancel(|(x, _)| *x == h);
+                }
+            }
+            // Nothing posted fits anything queued.
+            for (p, _) in m.posted_for_tests() {
+                for (e, _) in m.unexpected_for_tests() {
+                    assert!(!p.matches(e), "seed {seed}: {p:?} left beside {e:?}");
+                }
+            }
+        }
+        // Non-overtaking: per pattern and source, sequence numbers only grow.
+        for (i, (p, seq, e)) in consumed.iter().enumerate() {
+            assert!(p.matches(e));
+            for (p2, seq2, e2) in &consumed[i + 1..] {
+                if p2 == p && e2.source == e.source && e2.cid == e.cid && p.matches(e2) {
+                    assert!(seq2 > seq, "seed {seed}: {e2:?} overtook {e:?}");
+                }
+            }
+        }
+    }
+}

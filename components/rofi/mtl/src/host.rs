@@ -1,0 +1,677 @@
+//! Host matching (`rofi_core::host`): rofi matches MPI messages itself and the provider
+//! moves untagged messages and RMA reads only. Used for providers whose tag matching
+//! is broken (libfabric < 1.19's shm) and with `mtl_rofi_host_matching always`.
+//!
+//! Locking: the matcher, pending sends and claimed messages sit under one mutex, taken
+//! inside the progress lock (arrivals) or alone (posting); nothing that can progress
+//! or call back into the PML runs under it. Such work comes out as [`Action`]s, run
+//! after every lock is released.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mca::convertor::{Convertor, SendBuffer};
+use mca::mtl::{Comm, SendMode, Status};
+use mca::{Error, Result, sys, verbose};
+use rofi_core::host::wire::{self, HEADER_LEN, Message};
+use rofi_core::host::{Envelope, Matcher, Pattern};
+
+use crate::engine::Engine;
+use crate::raw::bounce::Bounces;
+use crate::raw::context::Event;
+use crate::raw::fabric::Mr;
+use crate::raw::slot::{self, Slot};
+use crate::raw::{Owned, message, post};
+use crate::request::{HostRecv, Op, Reading, RequestState};
+use crate::stats::{Counter, bump};
+
+/// Untagged receive buffers kept posted.
+const BOUNCE_COUNT: u32 = 128;
+
+/// A message that arrived before its receive: what is kept of it.
+#[derive(Debug)]
+enum Arrived {
+    Eager {
+        payload: Vec<u8>,
+        sync: Option<u64>,
+    },
+    Rts {
+        len: u64,
+        id: u64,
+        addr: u64,
+        key: u64,
+    },
+}
+
+impl Arrived {
+    fn len(&self) -> u64 {
+        match self {
+            Arrived::Eager { payload, .. } => payload.len() as u64,
+            Arrived::Rts { len, .. } => *len,
+        }
+    }
+}
+
+/// A message being consumed by a receive.
+#[derive(Debug, Clone, Copy)]
+enum Delivery<'a> {
+    Eager {
+        payload: &'a [u8],
+        sync: Option<u64>,
+    },
+    Rts {
+        len: u64,
+        id: u64,
+        addr: u64,
+        key: u64,
+    },
+}
+
+impl Arrived {
+    fn delivery(&self) -> Delivery<'_> {
+        match *self {
+            Arrived::Eager { ref payload, sync } => Delivery::Eager { payload, sync },
+            Arrived::Rts { len, id, addr, key } => Delivery::Rts { len, id, addr, key },
+        }
+    }
+}
+
+/// Who waits for a send's Ack or Fin.
+#[derive(Debug)]
+enum Waiter {
+    /// A blocking send on its caller's stack: 0 pending, 1 done, 2 failed.
+    Local(Arc<AtomicU8>),
+    /// A nonblocking send's request.
+    Request(usize),
+}
+
+#[derive(Debug)]
+struct PendingSend {
+    /// The registration peers read a large message through, closed when it is dropped.
+    _mr: Option<Mr>,
+    /// The bytes (the user's or a packed copy) until the Fin.
+    _buffer: Option<Owned<SendBuffer>>,
+    waiter: Waiter,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Posted receives are named by their request address.
+    matcher: Matcher<usize, Arrived>,
+    sends: HashMap<u64, PendingSend>,
+    /// Messages taken by MPI_Improbe, by `ompi_message_t` address.
+    claimed: HashMap<usize, (Envelope, Arrived)>,
+}
+
+/// Work for after the locks.
+#[derive(Debug)]
+pub enum Action {
+    /// Injects an Ack or Fin to `rank` of `comm`.
+    Control {
+        comm: Comm,
+        rank: u32,
+        bytes: [u8; HEADER_LEN],
+    },
+    /// Reads the data of a matched large message into receive `raw`'s buffer.
+    Read {
+        raw: usize,
+        comm: Comm,
+        rank: u32,
+        len: usize,
+        addr: u64,
+        key: u64,
+    },
+    Complete(usize, Status),
+}
+
+#[derive(Debug)]
+pub struct Host {
+    bounces: Bounces,
+    /// Buffers whose re-post met FI_EAGAIN, posted again at the next progress.
+    unposted: Mutex<Vec<u32>>,
+    state: Mutex<State>,
+    next_id: AtomicU64,
+    /// Payload bytes an eager message carries at most (the rest of the inject size).
+    pub eager_max: usize,
+}
+
+impl Host {
+    /// Buffers for messages of up to `inject_size` bytes; `None` when that cannot hold a
+    /// header.
+    pub fn new(inject_size: usize) -> Option<Host> {
+        let eager_max = inject_size.checked_sub(HEADER_LEN)?;
+        Some(Host {
+            bounces: Bounces::new(BOUNCE_COUNT, inject_size),
+            unposted: Mutex::new(Vec::new()),
+            state: Mutex::new(State::default()),
+            next_id: AtomicU64::new(1),
+            eager_max,
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn status_of(env: Envelope, len: u64, room: usize) -> Status {
+    Status {
+        source: env.source as i32,
+        tag: env.tag,
+        error: if len > room as u64 {
+            sys::MPI_ERR_TRUNCATE as i32
+        } else {
+            0
+        },
+        cancelled: false,
+        count: len.min(room as u64) as usize,
+    }
+}
+
+impl Engine {
+    fn host(&self) -> &Host {
+        self.host.as_ref().expect("host matching is on")
+    }
+
+    /// Posts every receive buffer (once, after the engine has its final address).
+    pub fn host_start(&self) -> Result<()> {
+        let h = self.host();
+        for i in 0..h.bounces.count() {
+            let rc = self.retry(|| h.bounces.post(&self.fabric, i));
+            if rc < 0 {
+                mca::help::show_help(
+                    "help-mtl-rofi.txt",
+                    "init failed",
+                    true,
+                    &[&self.provider, &crate::raw::fabric::strerror(rc)],
+                );
+                return Err(Error::ERROR);
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-posts buffers an earlier progress could not (FI_EAGAIN).
+    pub fn host_repost(&self) {
+        let h = self.host();
+        let mut unposted = h.unposted.lock().unwrap_or_else(|e| e.into_inner());
+        unposted.retain(|&i| h.bounces.post(&self.fabric, i) < 0);
+    }
+
+    /// One untagged receive buffer completed: handle its message, post it again.
+    pub fn host_arrival(&self, i: u32, ev: Event, out: &mut Vec<Action>) {
+        let h = self.host();
+        match ev {
+            Event::Done { len, .. } => {
+                self.host_message(h.bounces.received(i, len as usize), out);
+            }
+            Event::Failed { err, message, .. } => {
+                bump(Counter::Errors);
+                verbose!(
+                    self.stream,
+                    1,
+                    "mtl:rofi: host matching: receive buffer {i} failed ({err}): {message}"
+                );
+            }
+        }
+        if h.bounces.post(&self.fabric, i) < 0 {
+            h.unposted.lock().unwrap_or_else(|e| e.into_inner()).push(i);
+        }
+    }
+
+    fn host_message(&self, bytes: &[u8], out: &mut Vec<Action>) {
+        let h = self.host();
+        let msg = match wire::decode(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                bump(Counter::Errors);
+                verbose!(self.stream, 1, "mtl:rofi: host matching: dropped: {e}");
+                return;
+            }
+        };
+        verbose!(self.stream, 50, "mtl:rofi: host matching: arrived {msg:?}");
+        let mut st = h.state();
+        match msg {
+            Message::Eager { env, sync, payload } => {
+                let keep = || Arrived::Eager {
+                    payload: payload.to_vec(),
+                    sync,
+                };
+                if let Some(raw) = st.matcher.arrive(env, keep) {
+                    drop(st);
+                    self.deliver(raw, env, Delivery::Eager { payload, sync }, out);
+                }
+            }
+            Message::Rts {
+                env,
+                len,
+                id,
+                addr,
+                key,
+            } => {
+                let keep = || Arrived::Rts { len, id, addr, key };
+                if let Some(raw) = st.matcher.arrive(env, keep) {
+                    drop(st);
+                    self.deliver(raw, env, Delivery::Rts { len, id, addr, key }, out);
+                }
+            }
+            Message::Ack { id } | Message::Fin { id, .. } => {
+                let failed = matches!(msg, Message::Fin { failed: true, .. });
+                let Some(pending) = st.sends.remove(&id) else {
+                    bump(Counter::Errors);
+                    verbose!(self.stream, 1, "mtl:rofi: host matching: no send {id}");
+                    return;
+                };
+                drop(st);
+                if matches!(msg, Message::Ack { .. }) {
+                    bump(Counter::AcksReceived);
+                }
+                match pending.waiter {
+                    Waiter::Local(flag) => flag.store(1 + u8::from(failed), Ordering::Release),
+                    Waiter::Request(raw) => out.push(Action::Complete(
+                        raw,
+                        Status {
+                            error: if failed {
+                                sys::MPI_ERR_INTERN as i32
+                            } else {
+                                0
+                            },
+                            ..Status::default()
+                        },
+                    )),
+                }
+            }
+        }
+    }
+
+    /// Receive `raw` (already out of the matcher) consumes a message.
+    fn deliver(&self, raw: usize, env: Envelope, msg: Delivery<'_>, out: &mut Vec<Action>) {
+        let (comm, status, read) = slot::with_state(raw, |st| {
+            let Op::HostRecv(r) = &mut st.op else {
+                unreachable!("only host receives are matched")
+            };
+            let buffer = r
+                .buffer
+                .take()
+                .expect("an unmatched receive has its buffer");
+            let room = buffer.capacity();
+            match msg {
+                Delivery::Eager { payload, .. } => {
+                    buffer.finish(payload);
+                    (r.comm, status_of(env, payload.len() as u64, room), None)
+                }
+                Delivery::Rts { len, id, .. } => {
+                    let status = status_of(env, len, room);
+                    if status.count == 0 {
+                        buffer.finish_in_place(0);
+                        return (r.comm, status, Some(None));
+                    }
+                    r.buffer = Some(buffer);
+                    r.reading = Some(Reading {
+                        status,
+                        rank: env.source,
+                        id,
+                    });
+                    (r.comm, status, Some(Some(status.count)))
+                }
+            }
+        });
+        match (msg, read) {
+            (Delivery::Eager { sync, .. }, _) => {
+                if let Some(id) = sync {
+                    out.push(Action::Control {
+                        comm,
+                        rank: env.source,
+                        bytes: wire::encode_ack(id),
+                    });
+                }
+                out.push(Action::Complete(raw, status));
+            }
+            (Delivery::Rts { addr, key, .. }, Some(Some(len))) => out.push(Action::Read {
+                raw,
+                comm,
+                rank: env.source,
+                len,
+                addr,
+                key,
+            }),
+            (Delivery::Rts { id, .. }, _) => {
+                out.push(Action::Control {
+                    comm,
+                    rank: env.source,
+                    bytes: wire::encode_fin(id, false),
+                });
+                out.push(Action::Complete(raw, status));
+            }
+        }
+    }
+
+    /// The read of receive `raw` (whose state is `st`) completed or failed: finish the
+    /// buffer, tell the sender (Fin), complete the receive.
+    pub fn host_read_done(&self, raw: usize, st: &mut RequestState, failed: bool) -> Vec<Action> {
+        let mut internal = Status {
+            error: sys::MPI_ERR_INTERN as i32,
+            ..Status::default()
+        };
+        let Op::HostRecv(r) = &mut st.op else {
+            return vec![Action::Complete(raw, internal)];
+        };
+        let (Some(buffer), Some(reading)) = (r.buffer.take(), r.reading.take()) else {
+            return vec![Action::Complete(raw, internal)];
+        };
+        let mut status = reading.status;
+        if failed {
+            bump(Counter::Errors);
+            internal.source = status.source;
+            internal.tag = status.tag;
+            status = internal;
+        }
+        buffer.finish_in_place(status.count);
+        vec![
+            Action::Control {
+                comm: r.comm,
+                rank: reading.rank,
+                bytes: wire::encode_fin(reading.id, failed),
+            },
+            Action::Complete(raw, status),
+        ]
+    }
+
+    /// Runs what arrivals and matches left for after the locks.
+    pub fn host_act(&self, actions: Vec<Action>) {
+        for a in actions {
+            match a {
+                Action::Control { comm, rank, bytes } => {
+                    let sent = self
+                        .dest_addr(comm, rank as i32)
+                        .map(|to| self.retry(|| self.fabric.inject(0, &bytes, to)));
+                    match sent {
+                        Ok(rc) if rc >= 0 => {
+                            if wire::decode(&bytes).is_ok_and(|m| matches!(m, Message::Ack { .. }))
+                            {
+                                bump(Counter::AcksSent);
+                            }
+                        }
+                        _ => {
+                            bump(Counter::Errors);
+                            verbose!(
+                                self.stream,
+                                1,
+                                "mtl:rofi: host matching: Ack/Fin to rank {rank} failed"
+                            );
+                        }
+                    }
+                }
+                Action::Read {
+                    raw,
+                    comm,
+                    rank,
+                    len,
+                    addr,
+                    key,
+                } => self.post_read(raw, comm, rank, len, addr, key),
+                Action::Complete(raw, status) => slot::complete(raw, status),
+            }
+        }
+    }
+
+    fn post_read(&self, raw: usize, comm: Comm, rank: u32, len: usize, addr: u64, key: u64) {
+        let (ptr, ctx) = slot::with_state(raw, |st| {
+            let ptr = match &st.op {
+                Op::HostRecv(HostRecv {
+                    buffer: Some(b), ..
+                }) => b.as_mut_ptr(),
+                _ => std::ptr::null_mut(),
+            };
+            (ptr, st.data_ctx.as_ptr())
+        });
+        verbose!(
+            self.stream,
+            50,
+            "mtl:rofi: host matching: reading {len} B at {addr:#x} key {key} from rank {rank}"
+        );
+        let rc = match self.peer_addr(comm, rank as i32) {
+            // The receive's buffer has `len` <= capacity writable bytes, and its request
+            // (with the context) stays alive until this read's completion.
+            Ok(src) if !ptr.is_null() => {
+                self.retry(|| post::read(self, ptr, len, src, addr, key, ctx))
+            }
+            _ => -(fabric_sys::FI_EINVAL as isize),
+        };
+        if rc < 0 {
+            verbose!(
+                self.stream,
+                1,
+                "mtl:rofi: host matching: reading {len} bytes from rank {rank} failed: {}",
+                crate::raw::fabric::strerror(rc)
+            );
+            let actions = slot::with_state(raw, |st| self.host_read_done(raw, st, true));
+            self.host_act(actions);
+        }
+    }
+
+    pub fn host_irecv(
+        &self,
+        comm: Comm,
+        src: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        request: Slot,
+    ) -> Result<()> {
+        let raw = request.key();
+        let buffer = crate::raw::buffer::receive(convertor);
+        request.init(Owned(RequestState::new(
+            raw,
+            0,
+            Op::HostRecv(HostRecv {
+                buffer: Some(buffer),
+                comm,
+                reading: None,
+            }),
+        )));
+        bump(Counter::Recvs);
+        let pattern = Pattern::from_mpi(comm.context_id(), src, tag);
+        let matched = self.host().state().matcher.post(pattern, raw);
+        if let Some((raw, env, msg)) = matched {
+            let mut out = Vec::new();
+            self.deliver(raw, env, msg.delivery(), &mut out);
+            self.host_act(out);
+        }
+        Ok(())
+    }
+
+    pub fn host_iprobe(&self, comm: Comm, src: i32, tag: i32) -> Result<Option<Status>> {
+        bump(Counter::Probes);
+        self.progress();
+        let pattern = Pattern::from_mpi(comm.context_id(), src, tag);
+        let st = self.host().state();
+        Ok(st
+            .matcher
+            .probe(&pattern)
+            .map(|(env, m)| status_of(*env, m.len(), usize::MAX)))
+    }
+
+    pub fn host_improbe(
+        &self,
+        comm: Comm,
+        src: i32,
+        tag: i32,
+    ) -> Result<Option<(*mut sys::ompi_message_t, Status)>> {
+        bump(Counter::Probes);
+        self.progress();
+        let pattern = Pattern::from_mpi(comm.context_id(), src, tag);
+        let mut st = self.host().state();
+        let Some(status) = st
+            .matcher
+            .probe(&pattern)
+            .map(|(env, m)| status_of(*env, m.len(), usize::MAX))
+        else {
+            return Ok(None);
+        };
+        // The handle first: without one the message must stay where it is.
+        let handle = message::alloc(comm, status.source, status.count);
+        if handle.is_null() {
+            return Err(Error::OUT_OF_RESOURCE);
+        }
+        let claimed = st.matcher.claim(&pattern).expect("probed under this lock");
+        st.claimed.insert(handle as usize, claimed);
+        Ok(Some((handle, status)))
+    }
+
+    pub fn host_imrecv(
+        &self,
+        convertor: &mut Convertor,
+        handle: *mut sys::ompi_message_t,
+        request: Slot,
+    ) -> Result<()> {
+        let Some((env, arrived)) = self.host().state().claimed.remove(&(handle as usize)) else {
+            return Err(Error::BAD_PARAM);
+        };
+        let comm = message::comm(handle);
+        message::release(handle);
+        let raw = request.key();
+        let buffer = crate::raw::buffer::receive(convertor);
+        request.init(Owned(RequestState::new(
+            raw,
+            0,
+            Op::HostRecv(HostRecv {
+                buffer: Some(buffer),
+                comm,
+                reading: None,
+            }),
+        )));
+        bump(Counter::Recvs);
+        let mut out = Vec::new();
+        self.deliver(raw, env, arrived.delivery(), &mut out);
+        self.host_act(out);
+        Ok(())
+    }
+
+    /// Cancels a receive still waiting in the matcher; anything else is left alone.
+    pub fn host_cancel(&self, raw: usize) {
+        let cancelled = self.host().state().matcher.cancel(|&r| r == raw);
+        if cancelled.is_none() {
+            return;
+        }
+        slot::with_state(raw, |st| {
+            if let Op::HostRecv(r) = &mut st.op
+                && let Some(b) = r.buffer.take()
+            {
+                b.finish_in_place(0);
+            }
+        });
+        slot::complete(
+            raw,
+            Status {
+                cancelled: true,
+                ..Status::default()
+            },
+        );
+    }
+
+    /// MPI_Send (`request` None, returns when done) and MPI_Isend.
+    pub fn host_send(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        mode: SendMode,
+        request: Option<Slot>,
+    ) -> Result<()> {
+        let h = self.host();
+        let to = self.dest_addr(comm, dest)?;
+        let buffer = SendBuffer::new(convertor)?;
+        let env = Envelope {
+            cid: comm.context_id(),
+            source: comm.rank() as u32,
+            tag,
+        };
+        let len = buffer.as_slice().len();
+        let eager = len <= h.eager_max;
+        let waits = !eager || mode == SendMode::Synchronous;
+        let id = h.next_id.fetch_add(1, Ordering::Relaxed);
+        let flag = Arc::new(AtomicU8::new(0));
+        if let Some(r) = &request {
+            r.init(Owned(RequestState::new(r.key(), 0, Op::HostSend)));
+        }
+        let waiter = || match &request {
+            Some(r) => Waiter::Request(r.key()),
+            None => Waiter::Local(flag.clone()),
+        };
+        let bytes: Vec<u8> = if eager {
+            let mut msg = Vec::with_capacity(HEADER_LEN + len);
+            wire::encode_eager(env, waits.then_some(id), buffer.as_slice(), &mut msg);
+            if waits {
+                h.state().sends.insert(
+                    id,
+                    PendingSend {
+                        _mr: None,
+                        _buffer: None,
+                        waiter: waiter(),
+                    },
+                );
+            }
+            msg
+        } else {
+            // The bytes stay valid while the registration exists: both live in the
+            // pending send, dropped together when the Fin arrives.
+            let mr = post::register(self, &buffer, id).map_err(|e| {
+                bump(Counter::Errors);
+                verbose!(self.stream, 1, "mtl:rofi: host matching: {e}");
+                Error::ERROR
+            })?;
+            // Offset 0 of the registration (see `Fabric::register`).
+            let (addr, key) = (0, mr.key);
+            h.state().sends.insert(
+                id,
+                PendingSend {
+                    _mr: Some(mr),
+                    _buffer: Some(Owned(buffer)),
+                    waiter: waiter(),
+                },
+            );
+            wire::encode_rts(env, len as u64, id, addr, key).to_vec()
+        };
+        bump(Counter::Injects);
+        let rc = self.retry(|| self.fabric.inject(0, &bytes, to));
+        if rc < 0 {
+            h.state().sends.remove(&id);
+            verbose!(
+                self.stream,
+                1,
+                "mtl:rofi: host matching: send to rank {dest} failed: {}",
+                crate::raw::fabric::strerror(rc)
+            );
+            return match request {
+                Some(r) => {
+                    slot::complete(
+                        r.key(),
+                        Status {
+                            error: sys::MPI_ERR_INTERN as i32,
+                            ..Status::default()
+                        },
+                    );
+                    Ok(())
+                }
+                None => Err(Error::ERROR),
+            };
+        }
+        match request {
+            Some(r) if !waits => slot::complete(r.key(), Status::default()),
+            Some(_) => {}
+            None if !waits => {}
+            None => loop {
+                match flag.load(Ordering::Acquire) {
+                    0 => {
+                        self.progress();
+                    }
+                    1 => break,
+                    _ => return Err(Error::ERROR),
+                }
+            },
+        }
+        Ok(())
+    }
+}
