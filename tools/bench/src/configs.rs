@@ -176,7 +176,17 @@ pub fn registry() -> Vec<BenchConfig> {
             "mca_mtl_rofi.so",
             "cm + rofi on libfabric tcp;ofi_rxm",
         ),
-        // No rofi-shm: rofi refuses libfabric < 1.19's shm (see components/rofi/README.md).
+        ours(
+            "rofi-shm",
+            &[
+                ("pml", "cm"),
+                ("mtl", "rofi"),
+                ("mtl_rofi_provider_include", "shm"),
+            ],
+            "mca_mtl_rofi.so",
+            "cm + rofi on libfabric shm (host matching below libfabric 1.19; the stock MTL \
+             declines shm, stock-vader is the shared-memory reference)",
+        ),
         ours(
             "rofi-rxd",
             &[
