@@ -287,7 +287,13 @@ impl Engine {
 
     /// Receive `raw` (already out of the matcher) consumes a message.
     fn deliver(&self, raw: usize, env: Envelope, msg: Delivery<'_>, out: &mut Vec<Action>) {
-        let (comm, status, read) = slot::with_state(raw, |st| {
+        /// What the receive does next.
+        enum Next {
+            Complete(Status),
+            /// Read this many bytes of the sender's registration.
+            Read(usize),
+        }
+        let (comm, next) = slot::with_state(raw, |st| {
             let Op::HostRecv(r) = &mut st.op else {
                 unreachable!("only host receives are matched")
             };
@@ -296,54 +302,53 @@ impl Engine {
                 .take()
                 .expect("an unmatched receive has its buffer");
             let room = buffer.capacity();
-            match msg {
+            let next = match msg {
                 Delivery::Eager { payload, .. } => {
                     buffer.finish(payload);
-                    (r.comm, status_of(env, payload.len() as u64, room), None)
+                    Next::Complete(status_of(env, payload.len() as u64, room))
                 }
                 Delivery::Rts { len, id, .. } => {
                     let status = status_of(env, len, room);
                     if status.count == 0 {
                         buffer.finish_in_place(0);
-                        return (r.comm, status, Some(None));
+                        Next::Complete(status)
+                    } else {
+                        r.buffer = Some(buffer);
+                        r.reading = Some(Reading {
+                            status,
+                            rank: env.source,
+                            id,
+                        });
+                        Next::Read(status.count)
                     }
-                    r.buffer = Some(buffer);
-                    r.reading = Some(Reading {
-                        status,
-                        rank: env.source,
-                        id,
-                    });
-                    (r.comm, status, Some(Some(status.count)))
                 }
-            }
+            };
+            (r.comm, next)
         });
-        match (msg, read) {
-            (Delivery::Eager { sync, .. }, _) => {
-                if let Some(id) = sync {
-                    out.push(Action::Control {
-                        comm,
-                        rank: env.source,
-                        bytes: wire::encode_ack(id),
-                    });
-                }
-                out.push(Action::Complete(raw, status));
-            }
-            (Delivery::Rts { addr, key, .. }, Some(Some(len))) => out.push(Action::Read {
+        let rank = env.source;
+        match (msg, next) {
+            (Delivery::Rts { addr, key, .. }, Next::Read(len)) => out.push(Action::Read {
                 raw,
                 comm,
-                rank: env.source,
+                rank,
                 len,
                 addr,
                 key,
             }),
-            (Delivery::Rts { id, .. }, _) => {
-                out.push(Action::Control {
-                    comm,
-                    rank: env.source,
-                    bytes: wire::encode_fin(id, false),
-                });
+            (Delivery::Eager { sync, .. }, Next::Complete(status)) => {
+                if let Some(id) = sync {
+                    let bytes = wire::encode_ack(id);
+                    out.push(Action::Control { comm, rank, bytes });
+                }
                 out.push(Action::Complete(raw, status));
             }
+            // Nothing to read (an empty receive buffer): the sender may go.
+            (Delivery::Rts { id, .. }, Next::Complete(status)) => {
+                let bytes = wire::encode_fin(id, false);
+                out.push(Action::Control { comm, rank, bytes });
+                out.push(Action::Complete(raw, status));
+            }
+            (Delivery::Eager { .. }, Next::Read(_)) => unreachable!("eager data is here"),
         }
     }
 
