@@ -266,8 +266,14 @@ impl MtlComponent for Rofi {
             info.fabric,
             match &engine.host {
                 Some(h) => format!(
-                    "host matching (eager up to {} B, then fi_read)",
-                    h.eager_max
+                    "host matching (eager up to {} B, then fi_read){}",
+                    h.eager_max,
+                    // Host matching uses no tags: say so when one was asked for.
+                    if p.tag_mode() == rofi_core::tag::TagMode::Auto {
+                        String::new()
+                    } else {
+                        format!(", mtl_rofi_tag_mode {} unused", p.tag_mode().name())
+                    }
                 ),
                 None => format!("tag layout {}", layout.kind()),
             },
