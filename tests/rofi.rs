@@ -163,6 +163,17 @@ conformance_suite!(
     skip: ["p2p_matching", "datatypes", "collectives", "checker_selftest", "trunc_large"]
 );
 
+// Host matching between the namespace hosts: rendezvous reads (fi_read) cross the veth.
+conformance_suite!(
+    rofi_tcp_two_hosts_host_matching,
+    rofi_on("tcp;ofi_rxm")
+        .with("mtl_rofi_host_matching", "always")
+        .named("rofi-tcp-host-matching")
+        .across_hosts(2),
+    ranks: [2],
+    skip: []
+);
+
 /// A plain `--mca pml cm --mca mtl rofi` picks tcp;ofi_rxm and the full tag layout,
 /// and reports its counters at finalize.
 #[test]
