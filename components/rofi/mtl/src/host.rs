@@ -15,14 +15,14 @@ use mca::convertor::{Convertor, SendBuffer};
 use mca::mtl::{Comm, SendMode, Status};
 use mca::{Error, Result, sys, verbose};
 use rofi_core::host::wire::{self, HEADER_LEN, Message};
-use rofi_core::host::{Envelope, Matcher, Pattern};
+use rofi_core::host::{Envelope, Matcher, Order, Pattern, Reorder, Sequencer};
 
 use crate::engine::Engine;
 use crate::raw::bounce::Bounces;
-use crate::raw::context::Event;
+use crate::raw::context::{Event, OpContext, Target};
 use crate::raw::fabric::Mr;
 use crate::raw::slot::{self, Slot};
-use crate::raw::{Owned, message, post};
+use crate::raw::{Owned, message, post, procs};
 use crate::request::{HostRecv, Op, Reading, RequestState};
 use crate::stats::{Counter, bump};
 
@@ -68,6 +68,19 @@ enum Delivery<'a> {
     },
 }
 
+impl Delivery<'_> {
+    /// What is kept of a message that waits (its payload copied out of the buffer).
+    fn keep(self) -> Arrived {
+        match self {
+            Delivery::Eager { payload, sync } => Arrived::Eager {
+                payload: payload.to_vec(),
+                sync,
+            },
+            Delivery::Rts { len, id, addr, key } => Arrived::Rts { len, id, addr, key },
+        }
+    }
+}
+
 impl Arrived {
     fn delivery(&self) -> Delivery<'_> {
         match *self {
@@ -88,17 +101,29 @@ enum Waiter {
 
 #[derive(Debug)]
 struct PendingSend {
+    /// Events still to come: the completion of a sent (not injected) eager message,
+    /// an Ack, a Fin.
+    legs: u8,
+    failed: bool,
     /// The registration peers read a large message through, closed when it is dropped.
     _mr: Option<Mr>,
     /// The bytes (the user's or a packed copy) until the Fin.
     _buffer: Option<Owned<SendBuffer>>,
+    /// A sent eager message (header and payload) and its context, until its completion.
+    _message: Option<Owned<(Vec<u8>, Box<OpContext>)>>,
     waiter: Waiter,
 }
+
+/// Eager and Rts messages are numbered per (communicator id, peer process name).
+type Channel = (u32, u64);
 
 #[derive(Debug, Default)]
 struct State {
     /// Posted receives are named by their request address.
     matcher: Matcher<usize, Arrived>,
+    /// Numbers of the messages we send, and the order of those we receive.
+    sequencer: Sequencer<Channel>,
+    reorder: Reorder<Channel, (Envelope, Arrived)>,
     sends: HashMap<u64, PendingSend>,
     /// Messages taken by MPI_Improbe, by `ompi_message_t` address.
     claimed: HashMap<usize, (Envelope, Arrived)>,
@@ -132,21 +157,27 @@ pub struct Host {
     unposted: Mutex<Vec<u32>>,
     state: Mutex<State>,
     next_id: AtomicU64,
-    /// Payload bytes an eager message carries at most (the rest of the inject size).
+    /// Payload bytes an eager message carries at most (the rest of a receive buffer).
     pub eager_max: usize,
+    /// Messages up to this many bytes (header included) are injected.
+    inject_size: usize,
 }
 
 impl Host {
-    /// Buffers for messages of up to `inject_size` bytes; `None` when that cannot hold a
-    /// header.
-    pub fn new(inject_size: usize) -> Option<Host> {
-        let eager_max = inject_size.checked_sub(HEADER_LEN)?;
+    /// Receive buffers of `eager_size` bytes (at least the inject size); `None` when the
+    /// inject size cannot hold a header (Rts, Ack and Fin are injected).
+    pub fn new(inject_size: usize, eager_size: usize) -> Option<Host> {
+        if inject_size < HEADER_LEN {
+            return None;
+        }
+        let buffer = eager_size.max(inject_size);
         Some(Host {
-            bounces: Bounces::new(BOUNCE_COUNT, inject_size),
+            bounces: Bounces::new(BOUNCE_COUNT, buffer),
             unposted: Mutex::new(Vec::new()),
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(1),
-            eager_max,
+            eager_max: buffer - HEADER_LEN,
+            inject_size,
         })
     }
 
@@ -231,58 +262,104 @@ impl Engine {
             }
         };
         verbose!(self.stream, 50, "mtl:rofi: host matching: arrived {msg:?}");
-        let mut st = h.state();
-        match msg {
-            Message::Eager { env, sync, payload } => {
-                let keep = || Arrived::Eager {
-                    payload: payload.to_vec(),
-                    sync,
-                };
-                if let Some(raw) = st.matcher.arrive(env, keep) {
-                    drop(st);
-                    self.deliver(raw, env, Delivery::Eager { payload, sync }, out);
-                }
-            }
+        let (env, seq, origin, delivery) = match msg {
+            Message::Eager {
+                env,
+                seq,
+                origin,
+                sync,
+                payload,
+            } => (env, seq, origin, Delivery::Eager { payload, sync }),
             Message::Rts {
                 env,
+                seq,
+                origin,
                 len,
                 id,
                 addr,
                 key,
-            } => {
-                let keep = || Arrived::Rts { len, id, addr, key };
-                if let Some(raw) = st.matcher.arrive(env, keep) {
-                    drop(st);
-                    self.deliver(raw, env, Delivery::Rts { len, id, addr, key }, out);
-                }
+            } => (env, seq, origin, Delivery::Rts { len, id, addr, key }),
+            Message::Ack { id } => return self.host_leg_done(id, false, true, out),
+            Message::Fin { id, failed } => return self.host_leg_done(id, failed, false, out),
+        };
+        let channel = (env.cid, origin);
+        let mut st = h.state();
+        match st.reorder.order(channel, seq) {
+            Order::Stale => {
+                bump(Counter::Errors);
+                verbose!(
+                    self.stream,
+                    1,
+                    "mtl:rofi: host matching: dropped message {seq} from rank {} (seen)",
+                    env.source
+                );
             }
-            Message::Ack { id } | Message::Fin { id, .. } => {
-                let failed = matches!(msg, Message::Fin { failed: true, .. });
-                let Some(pending) = st.sends.remove(&id) else {
-                    bump(Counter::Errors);
-                    verbose!(self.stream, 1, "mtl:rofi: host matching: no send {id}");
-                    return;
-                };
-                drop(st);
-                if matches!(msg, Message::Ack { .. }) {
-                    bump(Counter::AcksReceived);
-                }
-                match pending.waiter {
-                    Waiter::Local(flag) => flag.store(1 + u8::from(failed), Ordering::Release),
-                    Waiter::Request(raw) => out.push(Action::Complete(
-                        raw,
-                        Status {
-                            error: if failed {
-                                sys::MPI_ERR_INTERN as i32
-                            } else {
-                                0
-                            },
-                            ..Status::default()
-                        },
-                    )),
+            Order::Early => st.reorder.park(channel, seq, (env, delivery.keep())),
+            Order::Next => {
+                self.host_match(&mut st, env, delivery, out);
+                while let Some((env, parked)) = st.reorder.handled(channel) {
+                    self.host_match(&mut st, env, parked.delivery(), out);
                 }
             }
         }
+    }
+
+    /// A message in its turn meets the posted receives (or waits for one).
+    fn host_match(&self, st: &mut State, env: Envelope, msg: Delivery<'_>, out: &mut Vec<Action>) {
+        if let Some(raw) = st.matcher.arrive(env, || msg.keep()) {
+            self.deliver(raw, env, msg, out);
+        }
+    }
+
+    /// One of send `id`'s awaited events (completion of its eager message, Ack, Fin).
+    fn host_leg_done(&self, id: u64, failed: bool, ack: bool, out: &mut Vec<Action>) {
+        let mut st = self.host().state();
+        let Some(pending) = st.sends.get_mut(&id) else {
+            bump(Counter::Errors);
+            verbose!(self.stream, 1, "mtl:rofi: host matching: no send {id}");
+            return;
+        };
+        if ack {
+            bump(Counter::AcksReceived);
+        }
+        pending.failed |= failed;
+        pending.legs -= 1;
+        // The provider is done with the eager bytes at their completion (an Ack may come
+        // before it: completions can be reported late).
+        if pending.legs > 0 {
+            if !ack {
+                pending._message = None;
+            }
+            return;
+        }
+        let pending = st.sends.remove(&id).expect("looked up above");
+        drop(st);
+        match pending.waiter {
+            Waiter::Local(flag) => flag.store(1 + u8::from(pending.failed), Ordering::Release),
+            Waiter::Request(raw) => out.push(Action::Complete(
+                raw,
+                Status {
+                    error: if pending.failed {
+                        sys::MPI_ERR_INTERN as i32
+                    } else {
+                        0
+                    },
+                    ..Status::default()
+                },
+            )),
+        }
+    }
+
+    /// The completion of a sent eager message (`Target::HostSend`).
+    pub fn host_sent(&self, id: u64, ev: &Event, out: &mut Vec<Action>) {
+        if let Event::Failed { err, message, .. } = ev {
+            verbose!(
+                self.stream,
+                1,
+                "mtl:rofi: host matching: send failed ({err}): {message}"
+            );
+        }
+        self.host_leg_done(id, matches!(ev, Event::Failed { .. }), false, out);
     }
 
     /// Receive `raw` (already out of the matcher) consumes a message.
@@ -594,31 +671,46 @@ impl Engine {
             tag,
         };
         let len = buffer.as_slice().len();
-        let eager = len <= h.eager_max;
-        let waits = !eager || mode == SendMode::Synchronous;
+        let sync = mode == SendMode::Synchronous;
         let id = h.next_id.fetch_add(1, Ordering::Relaxed);
         let flag = Arc::new(AtomicU8::new(0));
         if let Some(r) = &request {
             r.init(Owned(RequestState::new(r.key(), 0, Op::HostSend)));
         }
-        let waiter = || match &request {
+        let waiter = match &request {
             Some(r) => Waiter::Request(r.key()),
             None => Waiter::Local(flag.clone()),
         };
-        let bytes: Vec<u8> = if eager {
+        let mut pending = PendingSend {
+            legs: 0,
+            failed: false,
+            _mr: None,
+            _buffer: None,
+            _message: None,
+            waiter,
+        };
+        // What to post: bytes to inject, or a message sent with a completion.
+        let mut inject = Vec::new();
+        let mut sent: Option<(*const u8, usize, *mut OpContext)> = None;
+        let mut st = h.state();
+        let me = procs::own_name();
+        let seq = (
+            st.sequencer.next((env.cid, procs::name(comm.peer(dest)))),
+            me,
+        );
+        if len <= h.eager_max {
             let mut msg = Vec::with_capacity(HEADER_LEN + len);
-            wire::encode_eager(env, waits.then_some(id), buffer.as_slice(), &mut msg);
-            if waits {
-                h.state().sends.insert(
-                    id,
-                    PendingSend {
-                        _mr: None,
-                        _buffer: None,
-                        waiter: waiter(),
-                    },
-                );
+            wire::encode_eager(env, seq, sync.then_some(id), buffer.as_slice(), &mut msg);
+            pending.legs += u8::from(sync);
+            if msg.len() <= h.inject_size {
+                inject = msg;
+            } else {
+                // Sent from a copy that lives in the pending send until its completion.
+                pending.legs += 1;
+                let mut ctx = Box::new(OpContext::new(Target::HostSend(id)));
+                sent = Some((msg.as_ptr(), msg.len(), ctx.as_ptr()));
+                pending._message = Some(Owned((msg, ctx)));
             }
-            msg
         } else {
             // The bytes stay valid while the registration exists: both live in the
             // pending send, dropped together when the Fin arrives.
@@ -628,19 +720,28 @@ impl Engine {
                 Error::ERROR
             })?;
             // Offset 0 of the registration (see `Fabric::register`).
-            let (addr, key) = (0, mr.key);
-            h.state().sends.insert(
-                id,
-                PendingSend {
-                    _mr: Some(mr),
-                    _buffer: Some(Owned(buffer)),
-                    waiter: waiter(),
-                },
-            );
-            wire::encode_rts(env, len as u64, id, addr, key).to_vec()
+            inject = wire::encode_rts(env, seq, len as u64, id, 0, mr.key).to_vec();
+            pending.legs += 1;
+            pending._mr = Some(mr);
+            pending._buffer = Some(Owned(buffer));
+        }
+        let waits = pending.legs > 0;
+        if waits {
+            st.sends.insert(id, pending);
+        }
+        drop(st);
+        let rc = match sent {
+            Some((ptr, n, ctx)) => {
+                bump(Counter::Sends);
+                // The message and its context are kept by the pending send until the
+                // completion.
+                self.retry(|| post::host_send(self, ptr, n, to, ctx))
+            }
+            None => {
+                bump(Counter::Injects);
+                self.retry(|| self.fabric.inject(0, &inject, to))
+            }
         };
-        bump(Counter::Injects);
-        let rc = self.retry(|| self.fabric.inject(0, &bytes, to));
         if rc < 0 {
             h.state().sends.remove(&id);
             verbose!(

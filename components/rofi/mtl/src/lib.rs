@@ -219,9 +219,9 @@ impl MtlComponent for Rofi {
         raw::modex::send(&name, contexts.num_ctxts())?;
         let layout = chosen.layout;
         let host = if chosen.host_matching {
-            let Some(h) = host::Host::new(info.inject_size) else {
+            let Some(h) = host::Host::new(info.inject_size, p.host_eager_size.get()) else {
                 let why = format!(
-                    "host matching needs an inject size above {} bytes, the provider has {}",
+                    "host matching needs an inject size of at least {} bytes, the provider has {}",
                     rofi_core::host::wire::HEADER_LEN,
                     info.inject_size
                 );

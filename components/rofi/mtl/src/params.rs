@@ -22,6 +22,7 @@ pub struct Params {
     pub thread_grouping: Param<bool>,
     pub num_ctxts: Param<i32>,
     pub host_matching: Param<i32>,
+    pub host_eager_size: Param<usize>,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -193,6 +194,16 @@ pub fn register(reg: &mut Registrar) {
          broken in the running libfabric (shm before 1.19); always = every provider with \
          FI_MSG and FI_RMA; never = reject broken providers instead",
     );
+    let host_eager_size = reg.size(
+        "host_eager_size",
+        16384,
+        0..=(1 << 20),
+        Level::TUNER_ALL,
+        "With host matching: the size of each of the 128 posted receive buffers, header \
+         included; messages that fit are sent eagerly (injected when they fit the \
+         provider's inject size, else sent and held until their completion), larger ones \
+         are read by the receiver (fi_read). Never less than the inject size",
+    );
     let _ = PARAMS.set(Params {
         priority,
         verbose,
@@ -207,5 +218,6 @@ pub fn register(reg: &mut Registrar) {
         thread_grouping,
         num_ctxts,
         host_matching,
+        host_eager_size,
     });
 }

@@ -125,6 +125,11 @@ impl Engine {
             // An operation posted without a context (none are): nothing to complete.
             None => {}
             Some(Target::Local(op)) => deliver_local(op, ev),
+            Some(Target::HostSend(id)) => {
+                let mut out = Vec::new();
+                self.host_sent(id, &ev, &mut out);
+                later.extend(out.into_iter().map(Deferred::Host));
+            }
             Some(Target::Bounce(i)) => {
                 let mut out = Vec::new();
                 self.host_arrival(i, ev, &mut out);

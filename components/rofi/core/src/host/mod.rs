@@ -8,27 +8,33 @@
 //!
 //! # The protocol
 //! Every message starts with a [`wire`] header naming its kind.
-//! - **Eager** (header + payload fit the provider's inject size): the envelope
+//! - **Eager** (header + payload fit the receive buffers, 16 KiB by default): the envelope
 //!   (communicator id, source rank, MPI tag), the length and the payload. With
 //!   `MPI_Ssend` it also carries the sender's operation id, and the receiver sends
 //!   **Ack**(id) when a receive consumes it (plain receive or Mrecv, truncated or not).
-//! - **Rts** (larger messages): envelope, length, the sender's buffer address and the key
+//! - **Rts** (larger messages): envelope, length, the sender's buffer offset and the key
 //!   it registered the buffer under. The receiver that consumes it reads
 //!   `min(length, room)` bytes with `fi_read` straight into the receive buffer, then
 //!   sends **Fin**(id); the sender keeps the buffer registered until then. Fin doubles as
 //!   the synchronous-send acknowledgement: nothing is read before a receive matched.
 //!
+//! Eager messages are injected when they fit the inject size and sent with a
+//! completion up to the receive buffers' size otherwise; the sender's buffer is then
+//! held until that completion. Eager and Rts messages carry a sequence number per
+//! sender, communicator and receiver ([`Reorder`]), so a provider that completes a
+//! large eager message after a later small one cannot reorder MPI matching.
+//!
 //! Every process keeps untagged receive buffers posted; each arrival goes through one
 //! [`Matcher`]: to the oldest posted receive it fits, else to the unexpected queue, which
-//! receives, probes and matched probes search in arrival order. That is MPI's
-//! non-overtaking rule as long as the provider delivers one sender's messages in order
-//! (FI_ORDER_SAS, asked for in the hints) and completes them in order, which holds for
-//! messages within the inject size (copied in one step).
+//! receives, probes and matched probes search in arrival order, arrival meaning send
+//! order once [`Reorder`] has put each channel's messages back in sequence.
 
 mod matcher;
+mod reorder;
 pub mod wire;
 
 #[cfg(test)]
 mod tests;
 
 pub use matcher::{ANY, Envelope, Matcher, Pattern};
+pub use reorder::{Order, Reorder, Sequencer};

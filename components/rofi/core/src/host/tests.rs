@@ -1,7 +1,7 @@
 use seeded_rng::Rng;
 
 use super::wire::{self, DecodeError, HEADER_LEN, Message};
-use super::{ANY, Envelope, Matcher, Pattern};
+use super::{ANY, Envelope, Matcher, Order, Pattern, Reorder, Sequencer};
 
 fn env(cid: u32, source: u32, tag: i32) -> Envelope {
     Envelope { cid, source, tag }
@@ -11,31 +11,37 @@ fn env(cid: u32, source: u32, tag: i32) -> Envelope {
 fn every_kind_round_trips() {
     let e = env(7, 3, -12);
     let mut eager = Vec::new();
-    wire::encode_eager(e, Some(99), b"payload", &mut eager);
+    wire::encode_eager(e, (17, 1 << 40 | 3), Some(99), b"payload", &mut eager);
     assert_eq!(eager.len(), HEADER_LEN + 7);
     assert_eq!(
         wire::decode(&eager),
         Ok(Message::Eager {
             env: e,
+            seq: 17,
+            origin: 1 << 40 | 3,
             sync: Some(99),
             payload: b"payload"
         })
     );
     let mut empty = Vec::new();
-    wire::encode_eager(e, None, &[], &mut empty);
+    wire::encode_eager(e, (u32::MAX, u64::MAX), None, &[], &mut empty);
     assert_eq!(
         wire::decode(&empty),
         Ok(Message::Eager {
             env: e,
+            seq: u32::MAX,
+            origin: u64::MAX,
             sync: None,
             payload: &[]
         })
     );
-    let rts = wire::encode_rts(e, 1 << 40, 5, 0xdead_beef_0000, u64::MAX);
+    let rts = wire::encode_rts(e, (3, 9), 1 << 40, 5, 0xdead_beef_0000, u64::MAX);
     assert_eq!(
         wire::decode(&rts),
         Ok(Message::Rts {
             env: e,
+            seq: 3,
+            origin: 9,
             len: 1 << 40,
             id: 5,
             addr: 0xdead_beef_0000,
@@ -57,10 +63,10 @@ fn every_kind_round_trips() {
 #[test]
 fn malformed_messages_are_refused() {
     let mut eager = Vec::new();
-    wire::encode_eager(env(1, 1, 1), None, b"abcd", &mut eager);
+    wire::encode_eager(env(1, 1, 1), (0, 0), None, b"abcd", &mut eager);
     assert_eq!(
         wire::decode(&eager[..HEADER_LEN - 1]),
-        Err(DecodeError::Short(47))
+        Err(DecodeError::Short(HEADER_LEN - 1))
     );
     assert_eq!(
         wire::decode(&eager[..HEADER_LEN + 3]),
@@ -78,9 +84,15 @@ fn malformed_messages_are_refused() {
     let mut kind = eager.clone();
     kind[0] = 9;
     assert_eq!(wire::decode(&kind), Err(DecodeError::Kind(9)));
-    let mut reserved = eager.clone();
-    reserved[3] = 1;
-    assert_eq!(wire::decode(&reserved), Err(DecodeError::Reserved));
+    for at in [2, 3, 52, 55] {
+        let mut reserved = eager.clone();
+        reserved[at] = 1;
+        assert_eq!(
+            wire::decode(&reserved),
+            Err(DecodeError::Reserved),
+            "byte {at}"
+        );
+    }
     let mut flags = wire::encode_ack(1);
     flags[1] = 1;
     assert_eq!(wire::decode(&flags), Err(DecodeError::Flags(1)));
@@ -225,4 +237,76 @@ fn random_traffic_keeps_mpi_matching_rules() {
             }
         }
     }
+}
+
+#[test]
+fn senders_number_each_channel_from_zero() {
+    let mut s = Sequencer::default();
+    assert_eq!((s.next((1, 2)), s.next((1, 2)), s.next((1, 3))), (0, 1, 0));
+}
+
+/// Messages of several channels arrive in random order (each channel's numbers shuffled
+/// within a window, channels interleaved, some duplicated), some channels starting just
+/// before the numbers wrap: every message is handed out once, in each channel's send
+/// order, and nothing stays parked.
+#[test]
+fn reorder_restores_send_order_per_channel() {
+    for seed in 0..300 {
+        let mut rng = Rng::new(seed);
+        let channels = 1 + rng.below(4) as usize;
+        let n = 1 + rng.below(60) as u32;
+        let mut r: Reorder<usize, u32> = Reorder::default();
+        let mut starts = Vec::new();
+        let mut queues: Vec<std::collections::VecDeque<u32>> = Vec::new();
+        for c in 0..channels {
+            let start = if rng.percent(30) { u32::MAX - 20 } else { 0 };
+            r.start_at(c, start);
+            starts.push(start);
+            let mut order: Vec<u32> = (0..n).collect();
+            // Shuffle within windows of up to 8: a provider reorders neighbours only.
+            for w in order.chunks_mut(1 + rng.below(8) as usize) {
+                for i in (1..w.len()).rev() {
+                    w.swap(i, rng.below(i as u64 + 1) as usize);
+                }
+            }
+            queues.push(order.into_iter().collect());
+        }
+        let mut delivered: Vec<Vec<u32>> = vec![Vec::new(); channels];
+        while queues.iter().any(|q| !q.is_empty()) {
+            let c = rng.below(channels as u64) as usize;
+            let Some(k) = queues[c].pop_front() else {
+                continue;
+            };
+            let seq = starts[c].wrapping_add(k);
+            for _ in 0..1 + usize::from(rng.percent(5)) {
+                match r.order(c, seq) {
+                    Order::Next => {
+                        delivered[c].push(k);
+                        while let Some(m) = r.handled(c) {
+                            delivered[c].push(m);
+                        }
+                    }
+                    Order::Early => r.park(c, seq, k),
+                    Order::Stale => {}
+                }
+            }
+        }
+        for (c, d) in delivered.iter().enumerate() {
+            assert_eq!(d, &(0..n).collect::<Vec<_>>(), "seed {seed} channel {c}");
+        }
+        assert_eq!(r.parked(), 0, "seed {seed}");
+    }
+}
+
+#[test]
+fn numbers_behind_are_stale_and_ahead_early_across_the_wrap() {
+    let mut r: Reorder<u8, ()> = Reorder::default();
+    r.start_at(0, u32::MAX);
+    assert_eq!(r.order(0, u32::MAX), Order::Next);
+    assert_eq!(r.order(0, 0), Order::Early);
+    assert_eq!(r.order(0, (1 << 31) - 2), Order::Early);
+    assert_eq!(r.order(0, u32::MAX - 1), Order::Stale);
+    assert_eq!(r.order(0, 1 << 31), Order::Stale);
+    assert_eq!(r.handled(0), None);
+    assert_eq!(r.order(0, 0), Order::Next);
 }

@@ -1,4 +1,4 @@
-//! The header of every host-matching message (little-endian, 48 bytes).
+//! The header of every host-matching message (little-endian, 64 bytes).
 //!
 //! ```text
 //!  0      1      2             4             8            12            16
@@ -13,15 +13,22 @@
 //!  +---------------------------+---------------------------+
 //!  | addr (u64): Rts buffer    | key (u64): Rts MR key     |
 //!  +---------------------------+---------------------------+
+//! 48            52            56                          64
+//!  +-------------+-------------+---------------------------+
+//!  | seq (u32)   | reserved=0  | origin (u64): sender name |
+//!  +-------------+-------------+---------------------------+
 //! ```
 //! An eager message's payload follows the header and must be exactly `len` bytes.
-//! Ack and Fin use only `id` (and Fin the FAILED flag); unused fields are zero.
+//! `seq` numbers the eager and Rts messages of one sender process (`origin`, its
+//! process name: ranks change between communicators, a context id can be reused) on
+//! one communicator id to one receiver (see [`super::Reorder`]). Ack and Fin use only `id` (and Fin the FAILED
+//! flag); unused fields are zero.
 
 use std::fmt;
 
 use super::Envelope;
 
-pub const HEADER_LEN: usize = 48;
+pub const HEADER_LEN: usize = 64;
 
 const EAGER: u8 = 1;
 const RTS: u8 = 2;
@@ -38,12 +45,16 @@ const FAILED: u8 = 2;
 pub enum Message<'a> {
     Eager {
         env: Envelope,
+        seq: u32,
+        origin: u64,
         /// The operation to acknowledge, for a synchronous send.
         sync: Option<u64>,
         payload: &'a [u8],
     },
     Rts {
         env: Envelope,
+        seq: u32,
+        origin: u64,
         len: u64,
         id: u64,
         addr: u64,
@@ -88,6 +99,8 @@ struct Fields {
     kind: u8,
     flags: u8,
     env: Envelope,
+    seq: u32,
+    origin: u64,
     len: u64,
     id: u64,
     addr: u64,
@@ -105,6 +118,8 @@ fn header(f: &Fields) -> [u8; HEADER_LEN] {
     h[24..32].copy_from_slice(&f.id.to_le_bytes());
     h[32..40].copy_from_slice(&f.addr.to_le_bytes());
     h[40..48].copy_from_slice(&f.key.to_le_bytes());
+    h[48..52].copy_from_slice(&f.seq.to_le_bytes());
+    h[56..64].copy_from_slice(&f.origin.to_le_bytes());
     h
 }
 
@@ -114,12 +129,21 @@ const NOWHERE: Envelope = Envelope {
     tag: 0,
 };
 
-/// Appends an eager message (header, then `payload`) to `out`.
-pub fn encode_eager(env: Envelope, sync: Option<u64>, payload: &[u8], out: &mut Vec<u8>) {
+/// Appends an eager message (header, then `payload`) to `out`. `(seq, origin)`: its
+/// number on its channel and the sender's process name.
+pub fn encode_eager(
+    env: Envelope,
+    (seq, origin): (u32, u64),
+    sync: Option<u64>,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(&header(&Fields {
         kind: EAGER,
         flags: if sync.is_some() { SYNC } else { 0 },
         env,
+        seq,
+        origin,
         len: payload.len() as u64,
         id: sync.unwrap_or(0),
         addr: 0,
@@ -128,12 +152,22 @@ pub fn encode_eager(env: Envelope, sync: Option<u64>, payload: &[u8], out: &mut 
     out.extend_from_slice(payload);
 }
 
+/// An Rts: `(seq, origin)` as for [`encode_eager`].
 #[must_use]
-pub fn encode_rts(env: Envelope, len: u64, id: u64, addr: u64, key: u64) -> [u8; HEADER_LEN] {
+pub fn encode_rts(
+    env: Envelope,
+    (seq, origin): (u32, u64),
+    len: u64,
+    id: u64,
+    addr: u64,
+    key: u64,
+) -> [u8; HEADER_LEN] {
     header(&Fields {
         kind: RTS,
         flags: 0,
         env,
+        seq,
+        origin,
         len,
         id,
         addr,
@@ -156,6 +190,8 @@ fn control(kind: u8, flags: u8, id: u64) -> [u8; HEADER_LEN] {
         kind,
         flags,
         env: NOWHERE,
+        seq: 0,
+        origin: 0,
         len: 0,
         id,
         addr: 0,
@@ -177,9 +213,11 @@ pub fn decode(bytes: &[u8]) -> Result<Message<'_>, DecodeError> {
         return Err(DecodeError::Short(bytes.len()));
     }
     let (kind, flags) = (bytes[0], bytes[1]);
-    if bytes[2] != 0 || bytes[3] != 0 {
+    if bytes[2] != 0 || bytes[3] != 0 || u32_at(bytes, 52) != 0 {
         return Err(DecodeError::Reserved);
     }
+    let seq = u32_at(bytes, 48);
+    let origin = u64_at(bytes, 56);
     let env = Envelope {
         cid: u32_at(bytes, 4),
         source: u32_at(bytes, 8),
@@ -206,12 +244,16 @@ pub fn decode(bytes: &[u8]) -> Result<Message<'_>, DecodeError> {
             }
             Message::Eager {
                 env,
+                seq,
+                origin,
                 sync: (flags & SYNC != 0).then_some(id),
                 payload,
             }
         }
         RTS => Message::Rts {
             env,
+            seq,
+            origin,
             len,
             id,
             addr: u64_at(bytes, 32),

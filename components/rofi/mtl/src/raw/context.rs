@@ -26,6 +26,8 @@ pub enum Target {
     Local(*const LocalOp),
     /// Host matching's untagged receive buffer number `n` (`super::bounce`).
     Bounce(u32),
+    /// Host matching's eager message of send `id`, sent with a completion.
+    HostSend(u64),
 }
 
 /// A completion, success or error, as rofi needs it.

@@ -531,6 +531,31 @@ impl Fabric {
         }
     }
 
+    /// `fi_send` of an untagged message of `len` bytes at `buf`.
+    ///
+    /// # Safety
+    /// `buf` must stay readable and `ctx` alive and unmoved until the completion.
+    pub unsafe fn send(
+        &self,
+        c: u32,
+        buf: *const u8,
+        len: usize,
+        dest: u64,
+        ctx: *mut OpContext,
+    ) -> isize {
+        // SAFETY: caller contract; the endpoint is open.
+        unsafe {
+            fi::fi_send(
+                self.ctxs[c as usize].tx,
+                buf.cast(),
+                len,
+                ptr::null_mut(),
+                dest,
+                ctx.cast(),
+            )
+        }
+    }
+
     /// `fi_recv` of an untagged message from anyone into `len` bytes at `buf`.
     ///
     /// # Safety

@@ -92,3 +92,9 @@ pub fn register(
     // SAFETY: module contract (the bytes outlive the registration).
     unsafe { e.fabric.register(bytes.as_ptr(), bytes.len(), key) }
 }
+
+/// Host matching: sends `len` bytes at `buf` untagged, with a completion for `ctx`.
+pub fn host_send(e: &Engine, buf: *const u8, len: usize, dest: u64, ctx: *mut OpContext) -> isize {
+    // SAFETY: module contract (the bytes and the context live until the completion).
+    unsafe { e.fabric.send(0, buf, len, dest, ctx) }
+}

@@ -47,3 +47,21 @@ pub fn forget(p: *mut sys::ompi_proc_t) {
         }
     }
 }
+
+/// The process's name (jobid in the high half, vpid in the low): the same for it in
+/// every communicator, unlike its rank.
+pub fn name(p: *mut sys::ompi_proc_t) -> u64 {
+    if p.is_null() {
+        return u64::MAX;
+    }
+    // SAFETY: `p` is a live ompi_proc_t from the PML (or ompi_proc_local's).
+    let n = unsafe { (*p).super_.proc_name };
+    (u64::from(n.jobid) << 32) | u64::from(n.vpid)
+}
+
+/// This process's name (see [`name`]). Not `comm.peer(comm.rank())`: in an
+/// intercommunicator that is the remote group's process with our rank.
+pub fn own_name() -> u64 {
+    // SAFETY: the local proc exists from MPI_Init on, before any MTL call.
+    name(unsafe { sys::ompi_proc_local() })
+}
