@@ -526,6 +526,7 @@ fn ompi_info_documents_every_parameter() {
         "mtl_rofi_thread_grouping",
         "mtl_rofi_num_ctxts",
         "mtl_rofi_host_matching",
+        "mtl_rofi_host_eager_size",
         // MPI_T performance variables
         "mtl_rofi_sends",
         "mtl_rofi_injects",
