@@ -45,27 +45,26 @@ fn rofi_tag_mode(mode: &str) -> McaConfig {
 // Everything, 2 and 4 ranks; trunc_large passes too (the stock cm/ofi and ob1 do not).
 conformance_suite!(rofi_tcp_auto, rofi(), skip: []);
 
-// The point-to-point programs in each forced layout (auto is ofi_tag_full here).
-conformance_suite!(
-    rofi_tcp_ofi_tag_1,
-    rofi_tag_mode("ofi_tag_1"),
-    ranks: [2],
-    skip: ["datatypes", "collectives", "threads", "checker_selftest", "trunc_large"]
-);
-conformance_suite!(
-    rofi_tcp_ofi_tag_2,
-    rofi_tag_mode("ofi_tag_2"),
-    ranks: [2],
-    skip: ["datatypes", "collectives", "threads", "checker_selftest", "trunc_large"]
-);
+// The whole suite in each forced layout, 2 and 4 ranks (auto is ofi_tag_full here).
+conformance_suite!(rofi_tcp_ofi_tag_1, rofi_tag_mode("ofi_tag_1"), skip: []);
+conformance_suite!(rofi_tcp_ofi_tag_2, rofi_tag_mode("ofi_tag_2"), skip: []);
 
-// The deprecated sockets provider (the only one here with scalable endpoints):
-// slower, so the point-to-point programs and threads only.
+// The deprecated sockets provider (the only one here with scalable endpoints), in auto
+// (ofi_tag_full) and in the 18-bit-source layouts it also supports.
+conformance_suite!(rofi_sockets, rofi_on("sockets"), skip: []);
 conformance_suite!(
-    rofi_sockets,
-    rofi_on("sockets"),
-    ranks: [2],
-    skip: ["datatypes", "collectives", "checker_selftest", "trunc_large"]
+    rofi_sockets_ofi_tag_1,
+    rofi_on("sockets")
+        .with("mtl_rofi_tag_mode", "ofi_tag_1")
+        .named("rofi-sockets-ofi_tag_1"),
+    skip: []
+);
+conformance_suite!(
+    rofi_sockets_ofi_tag_2,
+    rofi_on("sockets")
+        .with("mtl_rofi_tag_mode", "ofi_tag_2")
+        .named("rofi-sockets-ofi_tag_2"),
+    skip: []
 );
 
 /// rofi on sockets with a scalable endpoint of `ctxts` contexts.
