@@ -23,7 +23,7 @@ use crate::raw::context::{Event, OpContext, Target};
 use crate::raw::fabric::Mr;
 use crate::raw::slot::{self, Slot};
 use crate::raw::{Owned, message, post, procs};
-use crate::request::{HostRecv, Op, Reading, RequestState};
+use crate::request::{HostRecv, Op, Reading, RequestState, post_failed_status};
 use crate::stats::{Counter, bump};
 
 /// Untagged receive buffers kept posted.
@@ -129,6 +129,15 @@ struct State {
     claimed: HashMap<usize, (Envelope, Arrived)>,
 }
 
+/// A message that answers a send: it is matched by nothing, only looked up by `id`.
+#[derive(Debug, Clone, Copy)]
+pub enum Control {
+    /// A receive consumed synchronous send `id`.
+    Ack(u64),
+    /// The data of send `id` was read (or could not be).
+    Fin { id: u64, failed: bool },
+}
+
 /// Work for after the locks.
 #[derive(Debug)]
 pub enum Action {
@@ -136,7 +145,7 @@ pub enum Action {
     Control {
         comm: Comm,
         rank: u32,
-        bytes: [u8; HEADER_LEN],
+        control: Control,
     },
     /// Reads the data of a matched large message into receive `raw`'s buffer.
     Read {
@@ -414,15 +423,23 @@ impl Engine {
             }),
             (Delivery::Eager { sync, .. }, Next::Complete(status)) => {
                 if let Some(id) = sync {
-                    let bytes = wire::encode_ack(id);
-                    out.push(Action::Control { comm, rank, bytes });
+                    let control = Control::Ack(id);
+                    out.push(Action::Control {
+                        comm,
+                        rank,
+                        control,
+                    });
                 }
                 out.push(Action::Complete(raw, status));
             }
             // Nothing to read (an empty receive buffer): the sender may go.
             (Delivery::Rts { id, .. }, Next::Complete(status)) => {
-                let bytes = wire::encode_fin(id, false);
-                out.push(Action::Control { comm, rank, bytes });
+                let control = Control::Fin { id, failed: false };
+                out.push(Action::Control {
+                    comm,
+                    rank,
+                    control,
+                });
                 out.push(Action::Complete(raw, status));
             }
             (Delivery::Eager { .. }, Next::Read(_)) => unreachable!("eager data is here"),
@@ -454,7 +471,10 @@ impl Engine {
             Action::Control {
                 comm: r.comm,
                 rank: reading.rank,
-                bytes: wire::encode_fin(reading.id, failed),
+                control: Control::Fin {
+                    id: reading.id,
+                    failed,
+                },
             },
             Action::Complete(raw, status),
         ]
@@ -464,14 +484,21 @@ impl Engine {
     pub fn host_act(&self, actions: Vec<Action>) {
         for a in actions {
             match a {
-                Action::Control { comm, rank, bytes } => {
+                Action::Control {
+                    comm,
+                    rank,
+                    control,
+                } => {
+                    let bytes = match control {
+                        Control::Ack(id) => wire::encode_ack(id),
+                        Control::Fin { id, failed } => wire::encode_fin(id, failed),
+                    };
                     let sent = self
                         .dest_addr(comm, rank as i32)
                         .map(|to| self.retry(|| self.fabric.inject(0, &bytes, to)));
                     match sent {
                         Ok(rc) if rc >= 0 => {
-                            if wire::decode(&bytes).is_ok_and(|m| matches!(m, Message::Ack { .. }))
-                            {
+                            if matches!(control, Control::Ack(_)) {
                                 bump(Counter::AcksSent);
                             }
                         }
@@ -533,14 +560,8 @@ impl Engine {
         }
     }
 
-    pub fn host_irecv(
-        &self,
-        comm: Comm,
-        src: i32,
-        tag: i32,
-        convertor: &mut Convertor,
-        request: Slot,
-    ) -> Result<()> {
+    /// Builds a receive's state in `request` (plain or matched-probe) and returns its key.
+    fn init_host_recv(&self, comm: Comm, convertor: &mut Convertor, request: Slot) -> usize {
         let raw = request.key();
         let buffer = crate::raw::buffer::receive(convertor);
         request.init(Owned(RequestState::new(
@@ -553,6 +574,18 @@ impl Engine {
             }),
         )));
         bump(Counter::Recvs);
+        raw
+    }
+
+    pub fn host_irecv(
+        &self,
+        comm: Comm,
+        src: i32,
+        tag: i32,
+        convertor: &mut Convertor,
+        request: Slot,
+    ) -> Result<()> {
+        let raw = self.init_host_recv(comm, convertor, request);
         let pattern = Pattern::from_mpi(comm.context_id(), src, tag);
         let matched = self.host().state().matcher.post(pattern, raw);
         if let Some((raw, env, msg)) = matched {
@@ -612,18 +645,7 @@ impl Engine {
         };
         let comm = message::comm(handle);
         message::release(handle);
-        let raw = request.key();
-        let buffer = crate::raw::buffer::receive(convertor);
-        request.init(Owned(RequestState::new(
-            raw,
-            0,
-            Op::HostRecv(HostRecv {
-                buffer: Some(buffer),
-                comm,
-                reading: None,
-            }),
-        )));
-        bump(Counter::Recvs);
+        let raw = self.init_host_recv(comm, convertor, request);
         let mut out = Vec::new();
         self.deliver(raw, env, arrived.delivery(), &mut out);
         self.host_act(out);
@@ -752,13 +774,7 @@ impl Engine {
             );
             return match request {
                 Some(r) => {
-                    slot::complete(
-                        r.key(),
-                        Status {
-                            error: sys::MPI_ERR_INTERN as i32,
-                            ..Status::default()
-                        },
-                    );
+                    slot::complete(r.key(), post_failed_status());
                     Ok(())
                 }
                 None => Err(Error::ERROR),
