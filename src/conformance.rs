@@ -26,6 +26,8 @@ pub const PROGRAMS: &[&str] = &[
     "threads",
     "checker_selftest",
     "trunc_large",
+    "mprobe_threads",
+    "p2p_status",
 ];
 
 /// How long one program may run before the job is killed and reported as hung.
@@ -92,6 +94,10 @@ macro_rules! conformance_suite {
             fn checker_selftest() { run("checker_selftest") }
             #[test]
             fn trunc_large() { run("trunc_large") }
+            #[test]
+            fn mprobe_threads() { run("mprobe_threads") }
+            #[test]
+            fn p2p_status() { run("p2p_status") }
             #[test]
             fn skip_list_names_real_programs() {
                 for name in [$($known),*] {

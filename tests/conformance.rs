@@ -12,7 +12,9 @@ conformance_suite!(stock_vader, McaConfig::stock_vader(), skip: ["trunc_large"])
 conformance_suite!(
     stock_ofi_tcp,
     McaConfig::stock_ofi_tcp(),
-    skip: ["ssend_mrecv", "p2p_cancel_trunc", "trunc_large"]
+    // p2p_status truncates eager messages in its part E: the same defect as
+    // p2p_cancel_trunc (stock_ofi_mtl_breaks_after_a_truncated_receive).
+    skip: ["ssend_mrecv", "p2p_cancel_trunc", "trunc_large", "p2p_status"]
 );
 
 /// Asserts that a stock configuration still shows a known upstream defect: the

@@ -55,7 +55,21 @@ pub struct Status {
 }
 
 impl Status {
-    fn write_to(&self, out: *mut sys::ompi_status_public_t) {
+    /// Fills a request's own status, MPI_ERROR included: the PML reads the error
+    /// from there and copies it to the user only for multiple-completion calls.
+    fn write_to_request(&self, out: *mut sys::ompi_status_public_t) {
+        if out.is_null() {
+            return;
+        }
+        self.write_to_user(out);
+        // SAFETY: non-NULL status pointer from the PML.
+        unsafe { (*out).MPI_ERROR = self.error };
+    }
+
+    /// Fills a status the user passed to a single-completion call (a probe):
+    /// everything but MPI_ERROR, which the MPI standard leaves to the caller there
+    /// (ob1 and the C MTLs copy with `OMPI_COPY_STATUS(.., false)` alike).
+    fn write_to_user(&self, out: *mut sys::ompi_status_public_t) {
         if out.is_null() {
             return;
         }
@@ -63,7 +77,6 @@ impl Status {
         unsafe {
             (*out).MPI_SOURCE = self.source;
             (*out).MPI_TAG = self.tag;
-            (*out).MPI_ERROR = self.error;
             (*out)._cancelled = self.cancelled as i32;
             (*out)._ucount = self.count;
         }
@@ -173,7 +186,7 @@ impl<R> RequestSlot<R> {
             (*self.0).state.assume_init_drop();
             let ompi_req = (*self.0).base.ompi_req;
             if !ompi_req.is_null() {
-                status.write_to(&raw mut (*ompi_req).req_status);
+                status.write_to_request(&raw mut (*ompi_req).req_status);
             }
             if let Some(callback) = (*self.0).base.completion_callback {
                 callback(self.0.cast());

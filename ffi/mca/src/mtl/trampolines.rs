@@ -150,10 +150,10 @@ unsafe extern "C" fn iprobe<M: MtlModule>(
     crate::guard::guard_code("mtl_iprobe", || {
         // SAFETY: pointer from cm.
         let found = M::iprobe(unsafe { module::<M>(mtl) }, Comm(comm), src, tag)?;
-        // SAFETY: flag is a valid out-pointer; status may be NULL (handled by write_to).
+        // SAFETY: flag is a valid out-pointer; status may be NULL (handled by write_to_user).
         unsafe { *flag = found.is_some() as c_int };
         if let Some(s) = found {
-            s.write_to(status);
+            s.write_to_user(status);
         }
         Ok(())
     })
@@ -171,13 +171,14 @@ unsafe extern "C" fn improbe<M: MtlModule>(
     crate::guard::guard_code("mtl_improbe", || {
         // SAFETY: pointer from cm.
         let found = M::improbe(unsafe { module::<M>(mtl) }, Comm(comm), src, tag)?;
-        // SAFETY: out-pointers from cm.
-        unsafe {
-            *matched = found.is_some() as c_int;
-            *message = found.map_or(std::ptr::null_mut(), |(m, _)| m);
-        }
-        if let Some((_, s)) = found {
-            s.write_to(status);
+        // SAFETY: out-pointers from cm. An unmatched probe leaves the caller's
+        // message handle and status as they were (the loop polling Improbe keeps
+        // its MPI_MESSAGE_NULL).
+        unsafe { *matched = found.is_some() as c_int };
+        if let Some((handle, s)) = found {
+            // SAFETY: as above.
+            unsafe { *message = handle };
+            s.write_to_user(status);
         }
         Ok(())
     })
