@@ -187,4 +187,7 @@ fn readiness_and_sizes() {
     let name = unique_name("fbox-none");
     let seg = Segment::create(&name, &params(0), 0).unwrap();
     assert!(seg.fbox_reader(1).is_none());
+    // Rank 1 never attaches, so the name is not unlinked by the last attach.
+    seg.unlink_if_leader_on_failure().unwrap();
+    assert!(seg.is_unlinked(), "{} left in /dev/shm", name.as_str());
 }
