@@ -56,6 +56,9 @@ pub struct Engine {
     pub bounce: BouncePool,
     /// Small nonblocking sends inject too (`mtl_rofi_isend_inject`).
     pub isend_inject: bool,
+    /// Persistent buffered sends are packed into rofi's own copy on every start and
+    /// complete when posted (`mtl_rofi_bsend_copy`, `raw::bsend`).
+    pub bsend_copy: bool,
     /// Host matching (`crate::host`) instead of the provider's tagged queues.
     pub host: Option<crate::host::Host>,
 }
@@ -72,6 +75,7 @@ pub struct Setup {
     pub event_cnt: usize,
     pub min_landing: usize,
     pub isend_inject: bool,
+    pub bsend_copy: bool,
     pub host: Option<crate::host::Host>,
 }
 
@@ -93,6 +97,7 @@ impl Engine {
             peers: AtomicUsize::new(0),
             bounce: BouncePool::new(s.min_landing.max(1)),
             isend_inject: s.isend_inject,
+            bsend_copy: s.bsend_copy,
             host: s.host,
         }
     }

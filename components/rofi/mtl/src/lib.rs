@@ -255,6 +255,7 @@ impl MtlComponent for Rofi {
                 0
             },
             isend_inject: p.isend_inject.enabled(),
+            bsend_copy: p.bsend_copy.enabled(),
             host,
         });
         verbose!(

@@ -18,6 +18,7 @@ pub struct Params {
     pub rxm_dyn_rbuf: Param<bool>,
     pub rxm_min_recv: Param<usize>,
     pub isend_inject: Param<bool>,
+    pub bsend_copy: Param<bool>,
     pub enable_sep: Param<bool>,
     pub thread_grouping: Param<bool>,
     pub num_ctxts: Param<i32>,
@@ -147,6 +148,19 @@ pub fn register(reg: &mut Registrar) {
          at once (the C MTL injects only in blocking sends); false posts them with a \
          completion",
     );
+    let bsend_copy = reg.bool(
+        "bsend_copy",
+        true,
+        Level::TUNER_ALL,
+        "Persistent buffered sends (MPI_Bsend_init): on every MPI_Start rofi packs the \
+         user's current data into its own copy and completes the send when it is posted. \
+         Open MPI 4.1.4's cm PML mishandles a restart of such a request: before the \
+         previous start is complete it packs the byte count as element count (4x a MPI_INT \
+         buffer: crash, MPI_ERR_BUFFER or an oversized message), after it, it resends the \
+         previous start's data. Costs one copy per start, held in the attached buffer (on \
+         the heap when it has no room beside the PML's own) until the provider is done. \
+         With host matching only the data is refreshed. false: cm's behaviour",
+    );
     let enable_sep = reg.bool(
         "enable_sep",
         false,
@@ -214,6 +228,7 @@ pub fn register(reg: &mut Registrar) {
         rxm_dyn_rbuf,
         rxm_min_recv,
         isend_inject,
+        bsend_copy,
         enable_sep,
         thread_grouping,
         num_ctxts,

@@ -22,6 +22,8 @@ enum Deferred {
     Complete(usize, Status),
     Ack(AckSend, Comm),
     Host(crate::host::Action),
+    /// A detached buffered send finished: free its copy (`raw::bsend::finish`).
+    Detached(usize),
 }
 
 /// libfabric error number → the core's classification.
@@ -115,6 +117,7 @@ impl Engine {
                 Deferred::Ack(ack, comm) => self.send_ack(ack, comm),
                 Deferred::Complete(raw, status) => slot::complete(raw, status),
                 Deferred::Host(a) => self.host_act(vec![a]),
+                Deferred::Detached(addr) => crate::raw::bsend::finish(addr),
             }
         }
         handled
@@ -125,6 +128,18 @@ impl Engine {
             // An operation posted without a context (none are): nothing to complete.
             None => {}
             Some(Target::Local(op)) => deliver_local(op, ev),
+            Some(Target::Detached(addr)) => {
+                // Its request completed when it was posted: an error has no one left
+                // to go to (as with any buffered send), so it is counted and logged.
+                if let Event::Failed { err, message, .. } = &ev {
+                    verbose!(
+                        self.stream,
+                        1,
+                        "mtl:rofi: buffered send failed after completing ({err}): {message}"
+                    );
+                }
+                later.push(Deferred::Detached(addr));
+            }
             Some(Target::HostSend(id)) => {
                 let mut out = Vec::new();
                 self.host_sent(id, &ev, &mut out);

@@ -10,10 +10,11 @@ use rofi_core::sync::{
 use crate::engine::Engine;
 use crate::progress::send_event;
 use crate::raw::Owned;
+use crate::raw::bsend::{self, BsendCopy};
 use crate::raw::context::{Leg, LocalOp, OpContext, Target};
 use crate::raw::post;
 use crate::raw::slot::{self, Slot};
-use crate::request::{Op, RequestState, send_status};
+use crate::request::{Op, RequestState, post_failed_status, send_status};
 use crate::stats::{Counter, bump};
 
 /// The bytes of a send: where they are and how many. The owner (a `SendBuffer` on the
@@ -206,6 +207,27 @@ impl Engine {
         mode: SendMode,
         request: Slot,
     ) -> Result<()> {
+        if mode == SendMode::Buffered
+            && self.bsend_copy
+            && let Some(user) =
+                bsend::persistent_bsend(request.key(), comm.as_ptr(), dest, tag, convertor.as_ptr())
+        {
+            if self.host.is_none()
+                && let Some(copy) = user.copy()
+            {
+                return self.isend_detached(comm, dest, tag, copy, request);
+            }
+            // Host matching (whose sends complete on their own terms, `crate::host`), or
+            // the copy could not be packed: at least send this start's data, not a
+            // previous start's.
+            if !user.refresh_packed() {
+                verbose!(
+                    self.stream,
+                    1,
+                    "mtl:rofi: persistent bsend: repacking failed"
+                );
+            }
+        }
         if self.host.is_some() {
             return self.host_send(comm, dest, tag, convertor, mode, Some(request));
         }
@@ -274,6 +296,51 @@ impl Engine {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// A persistent buffered send from rofi's own copy (`raw::bsend`): posted, then the
+    /// request completes at once, so cm finds it PML-complete at the next MPI_Start.
+    /// The copy lives until the provider's completion (`Target::Detached`).
+    fn isend_detached(
+        &self,
+        comm: Comm,
+        dest: i32,
+        tag: i32,
+        copy: Box<BsendCopy>,
+        request: Slot,
+    ) -> Result<()> {
+        let (to, c) = (self.route(comm, dest)?.1, self.ctx_of(comm));
+        let bytes = copy.bytes();
+        let plan = self.plan(
+            comm,
+            tag,
+            bytes.1,
+            SendMode::Buffered,
+            SendKind::Nonblocking,
+        )?;
+        let raw = request.key();
+        request.init(Owned(RequestState::new(
+            raw,
+            c,
+            Op::Send {
+                tracker: SendTracker::new(&plan),
+                buffer: None,
+            },
+        )));
+        let status = if plan.inject {
+            // Copied by the provider during the call: the copy is freed on return.
+            match self.post_data(c, to, &plan, bytes, std::ptr::null_mut()) {
+                Ok(()) => Status::default(),
+                Err(_) => post_failed_status(),
+            }
+        } else {
+            match copy.post(|bytes, ctx| self.post_data(c, to, &plan, bytes, ctx)) {
+                Ok(()) => Status::default(),
+                Err(_) => post_failed_status(),
+            }
+        };
+        slot::complete(raw, status);
         Ok(())
     }
 }

@@ -28,6 +28,9 @@ pub enum Target {
     Bounce(u32),
     /// Host matching's eager message of send `id`, sent with a completion.
     HostSend(u64),
+    /// A buffered send whose request completed when it was posted; the box at this
+    /// address (`super::bsend::BsendCopy`) owns its bytes until this completion.
+    Detached(usize),
 }
 
 /// A completion, success or error, as rofi needs it.

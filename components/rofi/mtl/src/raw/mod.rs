@@ -3,6 +3,7 @@
 //! memory, process endpoints and matched-message handles. The rest of the glue is safe.
 
 pub mod bounce;
+pub mod bsend;
 pub mod buffer;
 pub mod context;
 pub mod env;

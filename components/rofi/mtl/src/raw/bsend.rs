@@ -1,0 +1,243 @@
+//! Persistent buffered sends (`MPI_Bsend_init`): the user's data behind cm's request,
+//! packed afresh into rofi's own slot of the attached buffer.
+//!
+//! Open MPI 4.1.4's cm mishandles a persistent buffered send started again (see the
+//! README, "Persistent buffered sends"): before the previous start is PML-complete it
+//! builds a new request with the packed byte count as element count (the pack reads
+//! past the user's buffer), and after it, it resends the previous start's bytes. rofi
+//! avoids both by packing the user's current data itself and completing the request
+//! during `isend`. cm does not hand the user's buffer to the MTL, so it is read from
+//! cm's heavy send request, whose layout is mirrored here and checked field by field
+//! against what the MTL was given before anything is trusted.
+
+use std::ffi::c_void;
+
+use mca::sys;
+
+use super::context::{OpContext, Target};
+
+/// `mca_pml_cm_request_t` (ompi/mca/pml/cm/pml_cm_request.h, 4.1.x).
+#[repr(C)]
+struct CmRequest {
+    req_ompi: sys::ompi_request_t,
+    req_pml_complete: i32,
+    req_free_called: i32,
+    /// `mca_pml_cm_request_type_t`: `MCA_PML_CM_REQUEST_SEND_HEAVY` is 0.
+    req_pml_type: i32,
+    req_comm: *mut sys::ompi_communicator_t,
+    req_datatype: *mut sys::ompi_datatype_t,
+    req_convertor: sys::opal_convertor_t,
+}
+
+/// `mca_pml_cm_hvy_send_request_t` (pml_cm_sendreq.h), the request cm uses for every
+/// buffered send; the MTL's request memory is its last field.
+#[repr(C)]
+struct CmHeavySend {
+    base: CmRequest,
+    req_send_mode: sys::mca_pml_base_send_mode_t,
+    req_addr: *const c_void,
+    /// The packed size in bytes (cm overwrites the element count with it).
+    req_count: usize,
+    req_peer: i32,
+    req_tag: i32,
+    req_buff: *mut c_void,
+    req_blocking: bool,
+    req_mtl: sys::mca_mtl_request_t,
+}
+
+const SEND_HEAVY: i32 = 0;
+
+unsafe extern "C" {
+    // ompi/mca/pml/base/pml_base_bsend.h (exported by libmpi): a slot of the buffer
+    // attached with MPI_Buffer_attach, counted until freed (MPI_Buffer_detach waits).
+    fn mca_pml_base_bsend_request_alloc_buf(length: usize) -> *mut c_void;
+    fn mca_pml_base_bsend_request_free(addr: *mut c_void) -> i32;
+}
+
+/// The user's data of a persistent buffered send, as `MPI_Bsend_init` described it.
+#[derive(Debug)]
+pub struct UserData {
+    addr: *const c_void,
+    datatype: *mut sys::ompi_datatype_t,
+    count: usize,
+    pub bytes: usize,
+    /// cm's packed copy (what the convertor the MTL got points at), `bytes` long.
+    packed: *mut u8,
+}
+
+/// The user's data if `request` (an `mca_mtl_request_t` address) is cm's persistent
+/// buffered send of `convertor` to `dest`/`tag` on `comm`; `None` for anything else,
+/// including any field that does not agree (another PML or Open MPI layout).
+pub fn persistent_bsend(
+    request: usize,
+    comm: *mut sys::ompi_communicator_t,
+    dest: i32,
+    tag: i32,
+    convertor: *mut sys::opal_convertor_t,
+) -> Option<UserData> {
+    let mtl = request as *mut sys::mca_mtl_request_t;
+    // SAFETY: cm passes its live request; `ompi_req`, the first field of the memory the
+    // PML allocated for it, is set before the MTL is called.
+    let ompi = unsafe { (*mtl).ompi_req };
+    let offset = std::mem::offset_of!(CmHeavySend, req_mtl);
+    if ompi.is_null() || (request as *const u8).wrapping_sub(offset) != ompi as *const u8 {
+        return None;
+    }
+    let heavy = ompi.cast::<CmHeavySend>();
+    // SAFETY: `ompi_req` is the start of the PML's request and the MTL's request lies
+    // `offset` bytes into it, so the PML's allocation covers all of `CmHeavySend`
+    // (whose last field is the MTL's request); the reads below are plain loads of
+    // fields cm wrote before calling the MTL and does not change during the call.
+    unsafe {
+        let h = &*heavy;
+        let agrees = h.base.req_ompi.req_persistent
+            && h.base.req_pml_type == SEND_HEAVY
+            && h.req_send_mode == sys::MCA_PML_BASE_SEND_BUFFERED
+            && std::ptr::eq(&raw const h.base.req_convertor, convertor)
+            && h.base.req_comm == comm
+            && h.req_peer == dest
+            && h.req_tag == tag
+            && !h.req_buff.is_null()
+            && (*convertor).pBaseBuf.cast::<c_void>() == h.req_buff
+            && (*convertor).local_size == h.req_count
+            && !h.base.req_datatype.is_null();
+        if !agrees {
+            return None;
+        }
+        let size = (*h.base.req_datatype).super_.size;
+        if size == 0 || h.req_count % size != 0 {
+            return None;
+        }
+        Some(UserData {
+            addr: h.req_addr,
+            datatype: h.base.req_datatype,
+            count: h.req_count / size,
+            bytes: h.req_count,
+            packed: h.req_buff.cast(),
+        })
+    }
+}
+
+impl UserData {
+    /// Packs the user's current data into `dst` (`self.bytes` long); false if the
+    /// datatype engine produced another length.
+    fn pack_into(&self, dst: *mut u8) -> bool {
+        // SAFETY: ompi_mpi_local_convertor is set up by MPI_Init; create returns a new
+        // convertor (one reference, ours), prepared for the datatype and buffer the
+        // user gave MPI_Bsend_init, which MPI requires to stay valid while the request
+        // exists; `dst` holds `bytes` writable bytes (caller contract); the convertor
+        // is released here.
+        unsafe {
+            let conv =
+                sys::opal_convertor_create((*sys::ompi_mpi_local_convertor).remoteArch as i32, 0);
+            if conv.is_null() {
+                return false;
+            }
+            let rc = sys::opal_convertor_prepare_for_send(
+                conv,
+                &raw const (*self.datatype).super_,
+                self.count,
+                self.addr,
+            );
+            let mut packed = 0;
+            if rc == 0 && (*conv).local_size == self.bytes {
+                let mut iov = sys::iovec {
+                    iov_base: dst.cast(),
+                    iov_len: self.bytes,
+                };
+                let mut n: u32 = 1;
+                packed = self.bytes;
+                sys::opal_convertor_pack(conv, &mut iov, &mut n, &mut packed);
+            }
+            mca::object::release(conv.cast());
+            packed == self.bytes
+        }
+    }
+
+    /// Packs the user's current data over cm's packed copy (which may hold a previous
+    /// start's bytes), so the send posted from it carries this start's data.
+    pub fn refresh_packed(&self) -> bool {
+        // SAFETY: `packed` is cm's `req_buff`, `bytes` long, alive until the request
+        // completes (checked against the convertor in `persistent_bsend`).
+        self.pack_into(self.packed)
+    }
+
+    /// rofi's own packed copy of the user's current data: in the attached buffer
+    /// (MPI_Buffer_detach then waits for it), or on the heap when the buffer has no
+    /// room for a second slot beside the PML's. `None` if packing failed.
+    pub fn copy(&self) -> Option<Box<BsendCopy>> {
+        // SAFETY: allocates `bytes` bytes of the attached buffer (NULL if none).
+        let ptr = unsafe { mca_pml_base_bsend_request_alloc_buf(self.bytes) }.cast::<u8>();
+        let mut copy = Box::new(if ptr.is_null() {
+            let mut heap = vec![0u8; self.bytes];
+            BsendCopy {
+                ctx: OpContext::new(Target::Local(std::ptr::null())),
+                ptr: heap.as_mut_ptr(),
+                len: self.bytes,
+                heap: Some(heap),
+            }
+        } else {
+            BsendCopy {
+                ctx: OpContext::new(Target::Local(std::ptr::null())),
+                ptr,
+                len: self.bytes,
+                heap: None,
+            }
+        });
+        copy.ctx.target = Target::Detached(&raw const *copy as usize);
+        self.pack_into(copy.ptr).then_some(copy)
+    }
+}
+
+/// A buffered send's bytes, owned by rofi until the provider's completion (the
+/// request was completed when it was posted).
+#[derive(Debug)]
+pub struct BsendCopy {
+    ctx: OpContext,
+    ptr: *mut u8,
+    len: usize,
+    /// The storage when the attached buffer had no room (`ptr` points into it).
+    heap: Option<Vec<u8>>,
+}
+
+impl BsendCopy {
+    pub fn bytes(&self) -> (*const u8, usize) {
+        (self.ptr, self.len)
+    }
+
+    /// Posts the copy with `post` (given its bytes and context): on success the
+    /// provider holds the copy, alive and unmoved, until its completion reaches
+    /// [`finish`]; on failure it is freed here.
+    pub fn post<E>(
+        self: Box<Self>,
+        post: impl FnOnce((*const u8, usize), *mut OpContext) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let bytes = self.bytes();
+        let raw = Box::into_raw(self);
+        // SAFETY: `raw` is the box just leaked; projecting its field reads nothing.
+        let ctx = unsafe { &raw mut (*raw).ctx };
+        let posted = post(bytes, ctx);
+        if posted.is_err() {
+            // SAFETY: the post failed, so the provider never took the context: the box
+            // is ours again, and freed.
+            drop(unsafe { Box::from_raw(raw) });
+        }
+        posted
+    }
+}
+
+/// The provider is done with the copy at `addr` (`Target::Detached`): frees it.
+pub fn finish(addr: usize) {
+    // SAFETY: context module invariant: a `Detached` target names a box leaked by
+    // `into_context` whose completion is this one, delivered once.
+    drop(unsafe { Box::from_raw(addr as *mut BsendCopy) });
+}
+
+impl Drop for BsendCopy {
+    fn drop(&mut self) {
+        if self.heap.is_none() {
+            // SAFETY: `ptr` came from alloc_buf and is freed once, here.
+            unsafe { mca_pml_base_bsend_request_free(self.ptr.cast()) };
+        }
+    }
+}

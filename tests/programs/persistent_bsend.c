@@ -1,0 +1,181 @@
+/* Persistent buffered sends started again (MPI_Bsend_init + MPI_Start + MPI_Wait),
+ * the payload changing on every start, every received byte verified.
+ *
+ *   A  restart before the receiver took the previous message: ROUNDS starts back to
+ *      back, then a barrier, then the receives (single thread).
+ *   B  restart after the receiver took the previous message: each round is received
+ *      and a barrier passed before the next start (single thread).
+ *   C  part A in 4 threads at once, each on its own duplicate of MPI_COMM_WORLD
+ *      (MPI_THREAD_MULTIPLE), as in the original report.
+ *
+ * Sizes: 4096 and 4194304 MPI_INT (16 KiB, 16 MiB; --quick: 4096 and 262144).
+ * Each rank sends to its right neighbour and receives from its left one (itself with
+ * 1 rank). Part A is what crashes cm in Open MPI 4.1.4 (mca_pml_cm_start builds the
+ * new request with the packed byte count as element count: opal_convertor_pack reads
+ * 4x the buffer); part B shows the stale-payload defect of 4.1.4's cm and ob1
+ * (fixed upstream by open-mpi/ompi#12797). See components/rofi/README.md.
+ * Receives use MPI_ERRORS_RETURN communicators, so a wrong-sized message is a FAIL
+ * line rather than an abort. --parts=ABC picks parts. */
+#include "check.h"
+
+#include <pthread.h>
+
+#define ROUNDS 3
+#define THREADS 4
+
+static int nsizes;
+static int sizes[2] = {4096, 4194304};
+
+/* idx of round r of size s: distinct payload for every start */
+static long idx_of(int s, int r) { return 16L * s + r; }
+
+/* ROUNDS starts of one persistent buffered send of n ints on comm, refilling the
+ * buffer before each start. Returns the number of starts that went out. */
+static int start_rounds(MPI_Comm comm, const char *part, int *buf, int n, int tag, int s,
+                        int first, int count)
+{
+    MPI_Request req;
+    int dst = ck_right(), sent = 0;
+    MPI_Bsend_init(buf, n, MPI_INT, dst, tag, comm, &req);
+    for (int r = first; r < first + count; r++) {
+        ck_fill(buf, (size_t)n * sizeof(int), ck.rank, dst, tag, idx_of(s, r));
+        int rc = MPI_Start(&req);
+        if (!ck_check(rc == MPI_SUCCESS, "%s: MPI_Start of round %d (%d ints) returned %d",
+                      part, r, n, rc))
+            break; /* the request never completes: do not wait on it */
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+        ck_check(rc == MPI_SUCCESS, "%s: MPI_Wait of round %d returned %d", part, r, rc);
+        sent++;
+    }
+    if (sent == count)
+        MPI_Request_free(&req);
+    return sent;
+}
+
+static void receive_rounds(MPI_Comm comm, const char *part, unsigned char *rbuf, int n, int tag,
+                           int s, int first, int count)
+{
+    size_t bytes = (size_t)n * sizeof(int);
+    int src = ck_left();
+    for (int r = first; r < first + count; r++) {
+        MPI_Status st;
+        ck_clear(rbuf, bytes);
+        int rc = MPI_Recv(rbuf, n, MPI_INT, src, tag, comm, &st);
+        if (!ck_check(rc == MPI_SUCCESS, "%s: MPI_Recv of round %d (%d ints) returned %d%s",
+                      part, r, n, rc, rc == MPI_ERR_TRUNCATE ? " (MPI_ERR_TRUNCATE)" : ""))
+            continue;
+        ck_status(part, &st, src, tag, bytes);
+        ck_verify(part, rbuf, bytes, src, ck.rank, tag, idx_of(s, r));
+    }
+}
+
+/* Part A on comm with tag: every start before any receive. */
+static void restart_before_receipt(MPI_Comm comm, const char *part, int tag, int *buf,
+                                   unsigned char *rbuf)
+{
+    for (int s = 0; s < nsizes; s++) {
+        int sent = start_rounds(comm, part, buf, sizes[s], tag, s, 0, ROUNDS);
+        ck_progress("%s: %d ints: %d starts done", part, sizes[s], sent);
+        MPI_Barrier(comm);
+        receive_rounds(comm, part, rbuf, sizes[s], tag, s, 0, ROUNDS);
+        MPI_Barrier(comm);
+    }
+}
+
+/* Part B: every round received (and a barrier passed) before the next start. */
+static void restart_after_receipt(MPI_Comm comm, int *buf, unsigned char *rbuf)
+{
+    for (int s = 0; s < nsizes; s++) {
+        MPI_Request req;
+        int n = sizes[s], dst = ck_right(), tag = 20, ok = 1;
+        MPI_Bsend_init(buf, n, MPI_INT, dst, tag, comm, &req);
+        for (int r = 0; r < ROUNDS && ok; r++) {
+            ck_fill(buf, (size_t)n * sizeof(int), ck.rank, dst, tag, idx_of(s, r));
+            int rc = MPI_Start(&req);
+            ok = ck_check(rc == MPI_SUCCESS, "B: MPI_Start of round %d (%d ints) returned %d",
+                          r, n, rc);
+            if (ok)
+                MPI_Wait(&req, MPI_STATUS_IGNORE);
+            receive_rounds(comm, "B", rbuf, n, tag, s, r, 1);
+            MPI_Barrier(comm);
+        }
+        if (ok)
+            MPI_Request_free(&req);
+    }
+}
+
+struct thread_arg {
+    MPI_Comm comm;
+    int t;
+};
+
+static void *thread_main(void *p)
+{
+    struct thread_arg *a = (struct thread_arg *)p;
+    size_t max = (size_t)sizes[nsizes - 1] * sizeof(int);
+    int *buf = (int *)ck_alloc(max);
+    unsigned char *rbuf = ck_alloc(max);
+    restart_before_receipt(a->comm, "C", 100 + a->t, buf, rbuf);
+    free(buf);
+    free(rbuf);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    const char *parts = "ABC";
+    int provided = ck_init(&argc, &argv, "persistent_bsend", MPI_THREAD_MULTIPLE);
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--parts=", 8) == 0)
+            parts = argv[i] + 8;
+    if (ck.quick)
+        sizes[1] = 262144;
+    nsizes = 2;
+
+    /* Room for every start of one thread's size in flight at once (ROUNDS), one more
+     * for an MTL that holds its own copy while the PML's is still allocated, times
+     * the threads of part C. */
+    int pack = 0;
+    MPI_Pack_size(sizes[nsizes - 1], MPI_INT, MPI_COMM_WORLD, &pack);
+    int attach = (ROUNDS + 1) * THREADS * (pack + MPI_BSEND_OVERHEAD);
+    void *bsend = malloc((size_t)attach);
+    MPI_Buffer_attach(bsend, attach);
+
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    size_t max = (size_t)sizes[nsizes - 1] * sizeof(int);
+    int *buf = (int *)ck_alloc(max);
+    unsigned char *rbuf = ck_alloc(max);
+
+    if (strchr(parts, 'A'))
+        restart_before_receipt(comm, "A", 10, buf, rbuf);
+    if (strchr(parts, 'B'))
+        restart_after_receipt(comm, buf, rbuf);
+    free(buf);
+    free(rbuf);
+
+    if (strchr(parts, 'C') &&
+        ck_check(provided == MPI_THREAD_MULTIPLE, "C: MPI_THREAD_MULTIPLE not provided (%d)",
+                 provided)) {
+        pthread_t th[THREADS];
+        struct thread_arg args[THREADS];
+        for (int t = 0; t < THREADS; t++) {
+            MPI_Comm_dup(MPI_COMM_WORLD, &args[t].comm);
+            MPI_Comm_set_errhandler(args[t].comm, MPI_ERRORS_RETURN);
+            args[t].t = t;
+        }
+        for (int t = 0; t < THREADS; t++)
+            pthread_create(&th[t], NULL, thread_main, &args[t]);
+        for (int t = 0; t < THREADS; t++)
+            pthread_join(th[t], NULL);
+        for (int t = 0; t < THREADS; t++)
+            MPI_Comm_free(&args[t].comm);
+    }
+
+    MPI_Comm_free(&comm);
+    void *detached;
+    MPI_Buffer_detach(&detached, &attach);
+    free(bsend);
+    return ck_finish();
+}
