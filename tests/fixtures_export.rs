@@ -197,3 +197,36 @@ fn the_mtl_fixture_declines_multi_process_jobs_and_cm_says_so() {
         out.report()
     );
 }
+
+/// `make install` (configure-support/install-components) installs the three
+/// components and their help files, never the fixtures: an installed rfixture BTL
+/// would join every default ob1 job.
+#[test]
+fn install_leaves_the_fixtures_out() {
+    fixture_built();
+    let dir = std::env::temp_dir().join(format!("rmca-install-{}", std::process::id()));
+    let out = Command::new(mca_harness::repo_root().join("configure-support/install-components"))
+        .arg(component_build_dir())
+        .arg(&dir)
+        .output()
+        .expect("run install-components");
+    assert!(out.status.success(), "{out:?}");
+    let mut installed: Vec<String> = std::fs::read_dir(&dir)
+        .expect("the install directory")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    installed.sort();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        installed,
+        [
+            "help-mpi-btl-rsmcuda.txt",
+            "help-mpi-btl-rusnic.txt",
+            "help-mtl-rofi.txt",
+            "help-rmca.txt",
+            "mca_btl_rsmcuda.so",
+            "mca_btl_rusnic.so",
+            "mca_mtl_rofi.so",
+        ]
+    );
+}
