@@ -349,3 +349,150 @@ fn mismatched_eager_limit_is_refused_with_a_clear_message() {
         out.report()
     );
 }
+
+/// The pids of a job's processes (spawned ones included), from their verbose init lines.
+fn pids(out: &JobOutput) -> Vec<u32> {
+    out.stderr
+        .lines()
+        .filter_map(|l| l.split("btl:rsmcuda: init, pid ").nth(1))
+        .filter_map(|p| p.trim().parse().ok())
+        .collect()
+}
+
+/// Every segment the job created is gone from /dev/shm, and no `rsmcuda-*` entry names
+/// one of its processes (job segments carry the creator's pid, pair segments the
+/// creator's pid too), once every process has exited (ranks of a killed mpirun exit
+/// by themselves within seconds).
+fn assert_nothing_left(out: &JobOutput) {
+    let pids = pids(out);
+    assert!(!pids.is_empty(), "no init lines\n{}", out.report());
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while pids
+        .iter()
+        .any(|p| Path::new(&format!("/proc/{p}/cmdline")).exists())
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for name in segments_created(out) {
+        let path = Path::new("/dev/shm").join(name.trim_start_matches('/'));
+        assert!(
+            !path.exists(),
+            "{} left behind\n{}",
+            path.display(),
+            out.report()
+        );
+    }
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .expect("/dev/shm")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("rsmcuda-"))
+        .filter(|n| pids.iter().any(|p| n.contains(&format!("-{p}-"))))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "left in /dev/shm: {left:?}\n{}",
+        out.report()
+    );
+}
+
+fn spawn_job(config: &McaConfig, ranks: u32, mode: &str, timeout: u64) -> JobOutput {
+    Job::new(
+        &config.clone().with("btl_rsmcuda_verbose", "1"),
+        ranks,
+        program("rsmcuda_spawn"),
+    )
+    .args(&[&format!("--mode={mode}")])
+    .timeout(Duration::from_secs(timeout))
+    .run()
+}
+
+/// Lines saying this many pair segments (with a process of another job) were created.
+fn pairs_created(out: &JobOutput) -> usize {
+    out.stderr
+        .lines()
+        .filter(|l| l.contains("btl:rsmcuda: created segment") && l.contains("shared with process"))
+        .count()
+}
+
+/// The bug: a 1-rank job that MPI_Comm_spawn_multiple's 1 + 2 children saw its first
+/// local peers at spawn time, counted them into a 4-member segment the children (who
+/// had formed their own) never attached to, and hung with `self,rsmcuda,tcp`
+/// (unreachable with `self,rsmcuda`). Now the children's job has its own segment and
+/// the parent one pair segment with each child, with and without tcp, at 1 and 2
+/// parent ranks.
+#[test]
+fn spawn_multiple_from_one_rank_reaches_every_child() {
+    for btl in ["self,rsmcuda", "self,rsmcuda,tcp"] {
+        for ranks in [1, 2] {
+            let config = McaConfig::new("rsmcuda-spawn", &[("pml", "ob1"), ("btl", btl)]);
+            let out = spawn_job(&config, ranks, "multiple", 60);
+            out.assert_passed();
+            assert_eq!(pairs_created(&out), 3 * ranks as usize, "{}", out.report());
+            assert_nothing_left(&out);
+        }
+    }
+}
+
+/// Two spawned jobs meet with MPI_Comm_connect/accept and talk through rsmcuda alone:
+/// every process of A has a pair segment with every process of B.
+#[test]
+fn connect_accept_between_spawned_jobs_uses_rsmcuda() {
+    let out = spawn_job(&rsmcuda(), 1, "connect", 60);
+    out.assert_passed();
+    // parent-A 2, parent-B 2, A-B 4
+    assert_eq!(pairs_created(&out), 8, "{}", out.report());
+    assert_nothing_left(&out);
+}
+
+/// Children with other fragment sizes cannot share a segment with the parent: both
+/// sides see it from the contacts and leave each other unreachable at once (no wait).
+/// With tcp the job passes over tcp; with rsmcuda alone Open MPI says the processes
+/// cannot reach each other, like vader, and nothing hangs.
+#[test]
+fn another_job_with_other_sizes_is_left_to_another_btl() {
+    let with_tcp = McaConfig::new(
+        "rsmcuda-spawn-tcp",
+        &[("pml", "ob1"), ("btl", "self,rsmcuda,tcp")],
+    );
+    let out = spawn_job(&with_tcp, 1, "mismatch", 60);
+    out.assert_passed();
+    assert_eq!(pairs_created(&out), 0, "{}", out.report());
+    assert!(
+        out.stderr.contains("uses other fragment sizes"),
+        "{}",
+        out.report()
+    );
+    assert_nothing_left(&out);
+    let out = spawn_job(&rsmcuda(), 1, "mismatch", 60);
+    assert!(
+        !out.succeeded() && !out.timed_out && out.stderr.contains("unable to reach each other"),
+        "{}",
+        out.report()
+    );
+    assert_nothing_left(&out);
+}
+
+/// A child that calls MPI_Abort, and a job killed while its processes wait forever:
+/// nothing of either is left in /dev/shm.
+#[test]
+fn aborted_and_killed_dynamic_jobs_leave_nothing() {
+    let out = spawn_job(&rsmcuda(), 1, "abort", 60);
+    assert!(
+        !out.succeeded()
+            && !out.timed_out
+            && out.stderr.contains("child 1 calls MPI_Abort")
+            && !out.stderr.contains("panicked"),
+        "{}",
+        out.report()
+    );
+    assert_nothing_left(&out);
+    let out = spawn_job(&rsmcuda(), 1, "hang", 15);
+    assert!(
+        out.timed_out && out.stdout.contains("waiting forever"),
+        "{}",
+        out.report()
+    );
+    assert_eq!(pairs_created(&out), 3, "{}", out.report());
+    assert_nothing_left(&out);
+}

@@ -23,7 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use mca::btl::{Btl, RdmaCompletion, RdmaOp, Registration};
+use mca::btl::{Btl, BtlModule, RdmaCompletion, RdmaOp, Registration};
 use mca::output::Stream;
 use mca::proc::Proc;
 use mca::{Error, Result, sys, verbose};
@@ -32,7 +32,6 @@ use rsmcuda_core::ipc::peers::{Envelope, IpcPeers, Output, PeersConfig};
 use rsmcuda_core::reg::{self, DeviceRegion, HOST_HANDLE, REG_HANDLE_LEN, RemoteMemory};
 use rsmcuda_cuda::{DeviceGets, Done, GetError};
 
-use crate::module::Module;
 use crate::node::Node;
 use crate::{params, stats};
 
@@ -150,7 +149,7 @@ pub fn probe(stream: &Stream) {
 
 /// The node is set up: start the handshakes, and with CUDA IPC active make room for
 /// device handles in ob1's RGET header.
-pub fn attach(btl: &Btl<Module>, node: &Node, everyone_has_cuda_ipc: bool) {
+pub fn attach<M: BtlModule>(btl: &Btl<M>, node: &Node, everyone_has_cuda_ipc: bool) {
     if probed() && !everyone_has_cuda_ipc {
         verbose!(
             crate::stream(),
@@ -251,12 +250,12 @@ pub fn on_control(bytes: &[u8]) {
             mark_settled(&c.peers, from);
             CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release);
         }
-        Err(e) => mca::help::show_help(crate::setup::HELP, "corrupt fifo", true, &[&e.to_string()]),
+        Err(e) => mca::help::show_help(crate::help::HELP, "corrupt fifo", true, &[&e.to_string()]),
     }
 }
 
 /// Progress: control messages out, ob1 told, device gets completed in order.
-pub fn progress(btl: &Btl<Module>, node: &Node) -> usize {
+pub fn progress<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
     let mut handled = 0;
     if CONTROL_WORK.load(Ordering::Acquire) {
         handled += flush_control(btl, node);
@@ -267,7 +266,7 @@ pub fn progress(btl: &Btl<Module>, node: &Node) -> usize {
     handled
 }
 
-fn flush_control(btl: &Btl<Module>, node: &Node) -> usize {
+fn flush_control<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
     let mut told = Vec::new();
     let mut done = 0;
     {
@@ -323,7 +322,7 @@ fn flush_control(btl: &Btl<Module>, node: &Node) -> usize {
     done
 }
 
-fn complete_gets(btl: &Btl<Module>) -> usize {
+fn complete_gets<M: BtlModule>(btl: &Btl<M>) -> usize {
     let Some(cuda) = CUDA.get() else {
         return 0;
     };
@@ -485,7 +484,7 @@ pub fn get(peer: u32, region: &DeviceRegion, op: RdmaOp, done: RdmaCompletion) -
 }
 
 /// At finalize: wait (bounded) for copies in flight, then close every mapping.
-pub fn finalize(btl: &Btl<Module>) {
+pub fn finalize<M: BtlModule>(btl: &Btl<M>) {
     let Some(cuda) = CUDA.get() else {
         *lock(&CONTROL) = None;
         return;

@@ -14,6 +14,8 @@ use rsmcuda_shm::{FragPool, PoolKind};
 /// What rsmcuda keeps in each descriptor.
 #[derive(Debug)]
 pub struct Extra {
+    /// The segment (index in the module's `Nodes`) whose fragment this is.
+    pub node: u32,
     pub kind: PoolKind,
     pub index: u32,
     /// No completion callback is owed when the ACK comes back: the send returned 1
@@ -43,7 +45,7 @@ unsafe impl Sync for Table {}
 impl Table {
     /// Allocates every fragment once to learn its payload address, builds its
     /// descriptor, and frees it again: the pool ends as it started.
-    pub fn build(pool: &mut FragPool) -> Table {
+    pub fn build(pool: &mut FragPool, node: u32) -> Table {
         let mut slots: [Vec<Option<Descriptor>>; 2] = [Vec::new(), Vec::new()];
         for kind in [PoolKind::Eager, PoolKind::Max] {
             let mut held = Vec::new();
@@ -51,6 +53,7 @@ impl Table {
                 let payload = pool.payload_mut(&mut frag);
                 let (addr, capacity) = (payload.as_mut_ptr(), payload.len());
                 let mut d = Frag::new_boxed(Extra {
+                    node,
                     kind,
                     index: frag.index(),
                     silent: AtomicBool::new(false),
@@ -80,10 +83,7 @@ impl Table {
 
     /// The rsmcuda part of one of our descriptors.
     pub fn extra(&self, des: Descriptor) -> &Extra {
-        // SAFETY: every descriptor ob1 hands back to this module came from this table
-        // (Frag<Extra>), and they live until the table drops; only atomics and fields
-        // fixed at build time are read through this shared reference.
-        unsafe { &Frag::<Extra>::peek_ref(des).extra }
+        extra(des)
     }
 
     /// Sets the segment length, flags and order of a descriptor being handed out.
@@ -114,6 +114,14 @@ impl Table {
                 .cast()
         }
     }
+}
+
+/// The rsmcuda part of a descriptor of any of this module's tables.
+pub fn extra<'a>(des: Descriptor) -> &'a Extra {
+    // SAFETY: every descriptor ob1 hands back to this module came from one of its tables
+    // (Frag<Extra>), and they live until that table drops, with the module; only atomics
+    // and fields fixed at build time are read through this shared reference.
+    unsafe { &Frag::<Extra>::peek_ref(des).extra }
 }
 
 impl Drop for Table {

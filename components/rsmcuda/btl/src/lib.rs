@@ -1,6 +1,7 @@
 //! `rsmcuda`: a shared-memory BTL in the style of smcuda, for ob1.
 //!
-//! Host path: one segment per node (see `setup`), per-receiver lock-free FIFOs of
+//! Host path: one segment per job and node (see `setup`) plus one per connected
+//! process of another job on the node (see `pair`), per-receiver lock-free FIFOs of
 //! fragment offsets, fragments from owner-only free lists, the fragment's return as
 //! the ACK, pending queues when a FIFO is full, sendi, and single copy with CMA for
 //! large contiguous messages (`single_copy`). CUDA path: see `cuda`; it stays off
@@ -8,10 +9,13 @@
 
 mod cuda;
 mod desc;
+mod help;
 mod modex;
 mod module;
 mod node;
+mod nodes;
 mod numa;
+mod pair;
 mod params;
 mod setup;
 mod single_copy;
@@ -79,7 +83,7 @@ impl BtlComponent for Rsmcuda {
         let contact = match setup::my_contact(limits) {
             Ok(c) => c,
             Err(e) => {
-                mca::help::show_help(setup::HELP, "no segment name", true, &[&e]);
+                mca::help::show_help(help::HELP, "no segment name", true, &[&e]);
                 return Ok(Vec::new());
             }
         };

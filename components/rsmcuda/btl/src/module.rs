@@ -1,5 +1,7 @@
-//! The BTL module: ob1's entry points on top of the node's segment.
+//! The BTL module: ob1's entry points on top of the segments this process uses (the
+//! job's own and one per connected process of another job; see `nodes`).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -9,26 +11,36 @@ use mca::btl::{
 use mca::convertor::Convertor;
 use mca::proc::Proc;
 use mca::{Error, Result, sys, verbose};
+use rsmcuda_core::rendezvous::{self, Candidate, Role};
 
+use crate::modex::Contact;
 use crate::node::Node;
-use crate::{cuda, setup, single_copy};
+use crate::nodes::Nodes;
+use crate::{cuda, help, pair, setup, single_copy};
 
-/// One peer on this node, by its rank in the segment.
+/// One peer on this node: the segment it shares with us and its rank there.
 pub struct Endpoint {
+    /// Index of the segment in the module's `Nodes`.
+    pub node: usize,
     pub rank: u32,
+    /// The segment is the job's own: the CUDA IPC handshake runs only there.
+    pub job: bool,
     pub proc_: Proc,
 }
 
-enum Setup {
-    NotYet,
-    /// Process names of the segment's ranks, by segment rank.
-    Joined(Vec<u64>),
-    /// No segment in this process (alone on the node, or setup failed).
-    Without,
+/// What add_procs decided so far, under the module's setup lock.
+#[derive(Default)]
+struct Setup {
+    /// The job's segment has been attempted (formed or not): only once.
+    job_tried: bool,
+    /// Every local peer decided on: its segment and rank there, or None (unreachable).
+    peers: HashMap<u64, Option<(usize, u32)>>,
 }
 
 pub struct Module {
-    node: OnceLock<Node>,
+    nodes: Nodes,
+    /// Index of the job's segment, once formed.
+    job: OnceLock<usize>,
     setup: Mutex<Setup>,
 }
 
@@ -38,17 +50,156 @@ static ACTIVE: AtomicPtr<Btl<Module>> = AtomicPtr::new(std::ptr::null_mut());
 impl Module {
     pub fn new() -> Module {
         Module {
-            node: OnceLock::new(),
-            setup: Mutex::new(Setup::NotYet),
+            nodes: Nodes::new(),
+            job: OnceLock::new(),
+            setup: Mutex::new(Setup::default()),
         }
     }
 
-    pub fn node(&self) -> Option<&Node> {
-        self.node.get()
+    /// The segment an endpoint's peer is in.
+    pub fn node(&self, endpoint: &Endpoint) -> Option<&Node> {
+        self.nodes.get(endpoint.node)
+    }
+
+    /// The job's own segment, if formed.
+    fn job_node(&self) -> Option<&Node> {
+        self.nodes.get(*self.job.get()?)
+    }
+
+    /// Every segment's progress; CUDA's (control messages, device gets) on the job's.
+    fn progress(btl: &Btl<Module>) -> usize {
+        let job = btl.job.get().copied();
+        let mut handled = 0;
+        for (i, node) in btl.nodes.iter() {
+            let is_job = Some(i) == job;
+            handled += node.progress(btl, |tag, payload| {
+                if tag != cuda::CTRL_TAG {
+                    btl.deliver_one(tag, payload);
+                } else if is_job {
+                    cuda::on_control(payload);
+                }
+                // A control message on a pair segment: no handshake runs there; dropped.
+            });
+        }
+        if let Some(node) = btl.job_node() {
+            handled += cuda::progress(btl, node);
+        }
+        handled
+    }
+
+    /// Adds a segment as a node; false (said why) if it cannot be used.
+    fn add_node(btl: &Btl<Module>, seg: rsmcuda_shm::Segment) -> Option<usize> {
+        let p = crate::params::get();
+        let timeout = std::time::Duration::from_millis(p.attach_timeout_ms.get().max(1) as u64);
+        let Some(index) = btl.nodes.next_index() else {
+            verbose!(
+                crate::stream(),
+                1,
+                "btl:rsmcuda: {} segments in use already; {} is not used",
+                crate::nodes::MAX_SEGMENTS,
+                seg.name()
+            );
+            let _ = seg.unlink_if_leader_on_failure();
+            return None;
+        };
+        match Node::new(
+            seg,
+            index as u32,
+            p.poll_batch.get().max(1) as usize,
+            timeout,
+        ) {
+            Ok(node) => {
+                let index = btl.nodes.push(node)?;
+                if index == 0 {
+                    ACTIVE.store(btl as *const Btl<Module> as *mut _, Ordering::Release);
+                    single_copy::announce(btl);
+                }
+                Some(index)
+            }
+            Err(e) => {
+                mca::help::show_help(
+                    help::HELP,
+                    "segment failed",
+                    true,
+                    &["use", "the shared segment", &e.to_string()],
+                );
+                None
+            }
+        }
+    }
+
+    /// Decides every local peer of `procs` not decided yet: the job's segment at the
+    /// first add_procs with same-job peers, a pair segment for each process of another
+    /// job, unreachable otherwise.
+    fn decide(btl: &Btl<Module>, state: &mut Setup, procs: &[Proc]) {
+        let fresh: Vec<Proc> = procs
+            .iter()
+            .filter(|p| p.is_local() && !p.is_me() && !state.peers.contains_key(&p.name_hash()))
+            .copied()
+            .collect();
+        if fresh.is_empty() {
+            return;
+        }
+        let limits = (btl.eager_limit(), btl.max_send_size());
+        let me = mca::proc::my_name_hash();
+        let contacts: HashMap<u64, Contact> = setup::local_contacts(component(), &fresh)
+            .into_iter()
+            .filter_map(|(p, c)| Some((p.name_hash(), c?)))
+            .collect();
+        let candidates: Vec<Candidate> = fresh
+            .iter()
+            .map(|p| Candidate {
+                name: p.name_hash(),
+                sizes: contacts.get(&p.name_hash()).map(|c| (c.eager, c.max)),
+            })
+            .collect();
+        let split = rendezvous::split(me, (limits.0 as u64, limits.1 as u64), &candidates, &[]);
+        if !split.job.is_empty() && !state.job_tried {
+            state.job_tried = true;
+            let members = split
+                .job
+                .iter()
+                .map(|n| (*n, contacts[n].clone()))
+                .collect();
+            if let Some(joined) = setup::join(members, limits)
+                && let Some(index) = Self::add_node(btl, joined.seg)
+            {
+                let _ = btl.job.set(index);
+                if let Some(node) = btl.nodes.get(index) {
+                    cuda::attach(btl, node, joined.all_cuda_ipc);
+                }
+                for (rank, name) in joined.members.iter().enumerate() {
+                    state.peers.insert(*name, Some((index, rank as u32)));
+                }
+            }
+        }
+        for name in &split.mismatched {
+            verbose!(
+                crate::stream(),
+                1,
+                "btl:rsmcuda: process {} of job {:x} uses other fragment sizes; it is not \
+                 reachable through rsmcuda",
+                *name as u32,
+                name >> 32
+            );
+        }
+        for (name, seg) in pair::meet(&split.pairs, &contacts, limits) {
+            let rank = match rendezvous::role(me, name) {
+                Role::Create => 1,
+                Role::Attach => 0,
+            };
+            let at = seg.and_then(|seg| Self::add_node(btl, seg));
+            state.peers.insert(name, at.map(|index| (index, rank)));
+        }
+        // Everyone else seen here (no contact, other sizes, left out of the job's
+        // segment) stays unreachable: decided once.
+        for p in &fresh {
+            state.peers.entry(p.name_hash()).or_insert(None);
+        }
     }
 }
 
-/// Component progress: the FIFO of the active module, if there is one yet.
+/// Component progress: every segment of the active module, if there is one yet.
 pub fn progress() -> usize {
     let btl = ACTIVE.load(Ordering::Acquire);
     if btl.is_null() {
@@ -56,9 +207,7 @@ pub fn progress() -> usize {
     }
     // SAFETY: ACTIVE holds a module cell from btl_init, set in add_procs and cleared
     // in finalize before the cell is freed; ob1 stops progress before finalize.
-    let btl = unsafe { &*btl };
-    btl.node()
-        .map_or(0, |node| node.progress(btl) + cuda::progress(btl, node))
+    Module::progress(unsafe { &*btl })
 }
 
 fn component() -> *const sys::mca_base_component_t {
@@ -73,48 +222,25 @@ impl BtlModule for Module {
 
     fn add_procs(btl: &Btl<Self>, procs: &[Proc]) -> Result<Vec<Option<Endpoint>>> {
         let mut state = btl.setup.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(*state, Setup::NotYet) && procs.iter().any(|p| p.is_local() && !p.is_me()) {
-            let limits = (btl.eager_limit(), btl.max_send_size());
-            *state = match setup::join(component(), procs, limits) {
-                Some(joined) => {
-                    let p = crate::params::get();
-                    let timeout =
-                        std::time::Duration::from_millis(p.attach_timeout_ms.get().max(1) as u64);
-                    match Node::new(joined.seg, p.poll_batch.get().max(1) as usize, timeout) {
-                        Ok(node) => {
-                            cuda::attach(btl, &node, joined.all_cuda_ipc);
-                            let _ = btl.node.set(node);
-                            ACTIVE.store(btl as *const Btl<Self> as *mut _, Ordering::Release);
-                            single_copy::announce(btl);
-                            Setup::Joined(joined.members)
-                        }
-                        Err(e) => {
-                            mca::help::show_help(
-                                setup::HELP,
-                                "segment failed",
-                                true,
-                                &["use", "the node segment", &e.to_string()],
-                            );
-                            Setup::Without
-                        }
-                    }
-                }
-                None => Setup::Without,
-            };
-        }
-        let members: &[u64] = match &*state {
-            Setup::Joined(m) => m,
-            _ => &[],
-        };
+        Self::decide(btl, &mut state, procs);
+        let job = btl.job.get().copied();
         Ok(procs
             .iter()
             .map(|p| {
                 if p.is_me() || !p.is_local() {
                     return None;
                 }
-                let rank = members.iter().position(|h| *h == p.name_hash())? as u32;
-                cuda::remember(rank, *p);
-                Some(Endpoint { rank, proc_: *p })
+                let (node, rank) = (*state.peers.get(&p.name_hash())?)?;
+                let job = Some(node) == job;
+                if job {
+                    cuda::remember(rank, *p);
+                }
+                Some(Endpoint {
+                    node,
+                    rank,
+                    job,
+                    proc_: *p,
+                })
             })
             .collect())
     }
@@ -125,8 +251,10 @@ impl BtlModule for Module {
 
     fn finalize(btl: &Btl<Self>) -> Result<()> {
         cuda::finalize(btl);
-        if let Some(node) = btl.node() {
-            let left = node.drain_before_exit(std::time::Duration::from_secs(2));
+        let limit = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        for (_, node) in btl.nodes.iter() {
+            let left =
+                node.drain_before_exit(limit.saturating_duration_since(std::time::Instant::now()));
             if left > 0 {
                 verbose!(
                     crate::stream(),
@@ -160,12 +288,16 @@ impl BtlModule for Module {
 
     fn alloc(
         btl: &Btl<Self>,
-        _endpoint: Option<&Endpoint>,
+        endpoint: Option<&Endpoint>,
         order: u8,
         size: usize,
         flags: u32,
     ) -> Option<Descriptor> {
-        let node = btl.node()?;
+        // ob1 always names the endpoint; without one, the job's segment (or the first).
+        let node = match endpoint {
+            Some(e) => btl.node(e)?,
+            None => btl.job_node().or_else(|| btl.nodes.get(0))?,
+        };
         if size > node.max_capacity() {
             return None;
         }
@@ -173,19 +305,23 @@ impl BtlModule for Module {
     }
 
     fn free(btl: &Btl<Self>, descriptor: Descriptor) -> Result<()> {
-        btl.node().ok_or(Error::BAD_PARAM)?.free(descriptor)
+        let node = crate::desc::extra(descriptor).node as usize;
+        btl.nodes
+            .get(node)
+            .ok_or(Error::BAD_PARAM)?
+            .free(descriptor)
     }
 
     fn prepare_src(
         btl: &Btl<Self>,
-        _endpoint: &Endpoint,
+        endpoint: &Endpoint,
         convertor: &mut Convertor,
         order: u8,
         reserve: usize,
         size: &mut usize,
         flags: u32,
     ) -> Option<Descriptor> {
-        let node = btl.node()?;
+        let node = btl.node(endpoint)?;
         let room = node.max_capacity().checked_sub(reserve)?;
         let want = (*size).min(room);
         let des = node.alloc(reserve + want, flags, order)?;
@@ -209,8 +345,10 @@ impl BtlModule for Module {
         descriptor: Descriptor,
         tag: u8,
     ) -> Result<SendStatus> {
-        let node = btl.node().ok_or(Error::UNREACH)?;
-        cuda::before_send(endpoint.rank);
+        let node = btl.node(endpoint).ok_or(Error::UNREACH)?;
+        if endpoint.job {
+            cuda::before_send(endpoint.rank);
+        }
         node.send(descriptor, endpoint.rank, tag)
     }
 
@@ -225,11 +363,13 @@ impl BtlModule for Module {
         tag: u8,
         want_descriptor: bool,
     ) -> std::result::Result<(), SendiRefused> {
-        let Some(node) = btl.node() else {
+        let Some(node) = btl.node(endpoint) else {
             return Err(SendiRefused { descriptor: None });
         };
-        cuda::before_send(endpoint.rank);
-        if !cuda::refuse_sendi(endpoint.rank, convertor.flags())
+        if endpoint.job {
+            cuda::before_send(endpoint.rank);
+        }
+        if !(endpoint.job && cuda::refuse_sendi(endpoint.rank, convertor.flags()))
             && node.sendi(endpoint.rank, header, convertor, payload_size, tag)
         {
             return Ok(());
@@ -249,9 +389,12 @@ impl BtlModule for Module {
     }
 
     fn get(btl: &Btl<Self>, endpoint: &Endpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
+        let node = btl.node(endpoint).ok_or(Error::UNREACH)?;
         match cuda::remote_device(&op)? {
-            Some(region) => cuda::get(endpoint.rank, &region, op, done),
-            None => single_copy::get(btl, endpoint, op, done),
+            Some(region) if endpoint.job => cuda::get(endpoint.rank, &region, op, done),
+            // No IPC handshake with a process of another job: ob1 falls back.
+            Some(_) => Err(Error::ERROR),
+            None => single_copy::get(btl, node, endpoint.rank, op, done),
         }
     }
 

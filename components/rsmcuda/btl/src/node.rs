@@ -55,6 +55,8 @@ const DEAD_BOX: u64 = u64::MAX;
 
 pub struct Node {
     pub seg: Segment,
+    /// This node's index in the module's `Nodes` (its descriptors carry it).
+    index: u32,
     send: Mutex<SendSide>,
     reader: Mutex<Reader>,
     /// Where the reader stands (updated under the reader lock), so that progress can
@@ -90,6 +92,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Node {
     pub fn new(
         seg: Segment,
+        index: u32,
         poll_batch: usize,
         attach_timeout: std::time::Duration,
     ) -> std::result::Result<Node, rsmcuda_shm::ShmError> {
@@ -98,7 +101,7 @@ impl Node {
         let writers = (0..seg.nranks())
             .map(|r| seg.fifo_writer(r))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let table = Table::build(&mut pool);
+        let table = Table::build(&mut pool, index);
         let counts = [PoolKind::Eager, PoolKind::Max].map(|k| seg.layout().frag_count(k) as usize);
         let tokens = counts.map(|n| (0..n).map(|_| None).collect());
         let pending = (0..seg.nranks()).map(|_| Pending::default()).collect();
@@ -138,6 +141,7 @@ impl Node {
             attach_wait,
             everyone_attached: AtomicBool::new(false),
             seg,
+            index,
         })
     }
 
@@ -193,6 +197,10 @@ impl Node {
     /// Sends a descriptor's fragment to local rank `peer`.
     pub fn send(&self, des: Descriptor, peer: u32, tag: u8) -> Result<SendStatus> {
         let extra = self.table.extra(des);
+        if extra.node != self.index {
+            // Allocated for a peer of another segment: its fragment is not in this one.
+            return Err(Error::BAD_PARAM);
+        }
         // SAFETY: the descriptor is live and ours; ob1 set its segment length.
         let len = unsafe { (*(*des.as_ptr()).des_segments).seg_len } as usize;
         let value = {
@@ -388,8 +396,13 @@ impl Node {
     }
 
     /// One progress pass: pending values, then up to `poll_batch` messages from each
-    /// fast box and up to `poll_batch` FIFO entries.
-    pub fn progress<M: mca::btl::BtlModule>(&self, btl: &Btl<M>) -> usize {
+    /// fast box and up to `poll_batch` FIFO entries, each message handed to `deliver`
+    /// (tag, payload in shared memory); `btl` completes returned fragments.
+    pub fn progress<M: mca::btl::BtlModule>(
+        &self,
+        btl: &Btl<M>,
+        mut deliver: impl FnMut(u8, &[u8]),
+    ) -> usize {
         self.check_attach();
         let mut handled = self.drain_pending();
         if !self.anything_arrived() {
@@ -409,7 +422,7 @@ impl Node {
                 continue;
             }
             // RECEIVES is counted once per box and pass, not per message.
-            match b.poll(self.poll_batch, |tag, payload| deliver(btl, tag, payload)) {
+            match b.poll(self.poll_batch, &mut deliver) {
                 Ok(n) => {
                     stats::add(&stats::RECEIVES, n as u64);
                     handled += n;
@@ -429,7 +442,7 @@ impl Node {
             match received.kind() {
                 FifoKind::Send => match reader.incoming(received) {
                     Ok(incoming) => {
-                        deliver(btl, incoming.tag(), incoming.payload());
+                        deliver(incoming.tag(), incoming.payload());
                         stats::bump(&stats::RECEIVES);
                         let (owner, ack) = incoming.into_ack(true);
                         self.push_or_queue(owner, ack, || {});
@@ -514,25 +527,15 @@ impl Node {
             return;
         }
         self.everyone_attached.store(true, Ordering::Relaxed);
-        crate::setup::abandon(&self.seg);
+        crate::help::abandon(&self.seg);
     }
 }
 
 impl Drop for Node {
     fn drop(&mut self) {
         if self.seg.is_leader() && !self.seg.is_unlinked() {
-            crate::setup::abandon(&self.seg);
+            crate::help::abandon(&self.seg);
         }
-    }
-}
-
-/// Hands a message to ob1, except the BTL's own control messages (CUDA IPC), which ob1
-/// has no callback for.
-fn deliver<M: mca::btl::BtlModule>(btl: &Btl<M>, tag: u8, payload: &[u8]) {
-    if tag == crate::cuda::CTRL_TAG {
-        crate::cuda::on_control(payload);
-    } else {
-        btl.deliver_one(tag, payload);
     }
 }
 
@@ -540,5 +543,5 @@ fn deliver<M: mca::btl::BtlModule>(btl: &Btl<M>, tag: u8, payload: &[u8]) {
 /// another program writes into the segment. Reported once per occurrence; the
 /// value is dropped (returning it could free a fragment twice).
 fn corrupt(what: &str) {
-    mca::help::show_help("help-mpi-btl-rsmcuda.txt", "corrupt fifo", true, &[what]);
+    mca::help::show_help(crate::help::HELP, "corrupt fifo", true, &[what]);
 }

@@ -80,7 +80,9 @@ pub fn register(reg: &mut Registrar) -> Result<()> {
             10..=600_000,
             Level::TUNER_ALL,
             "Milliseconds a rank waits for the node's segment to appear, and the creating \
-             rank waits for every peer to attach before unlinking it without them",
+             rank waits for every peer to attach before unlinking it without them; also \
+             the most add_procs waits to meet processes of another job (spawned or \
+             connected), which are then left to another BTL",
         ),
         poll_batch: reg.int(
             "poll_batch",

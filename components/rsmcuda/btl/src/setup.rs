@@ -1,35 +1,30 @@
-//! Who shares the segment, who creates it, and attaching to it.
+//! The job's segment: who shares it, who creates it, and attaching to it.
 //!
 //! At init every rank publishes a [`Contact`] in the modex. In the first add_procs
-//! that lists local peers, the participants are this rank plus every local peer
-//! that published one (a peer that excluded rsmcuda never attaches, so it is not
-//! counted), ordered by their process name; the first creates the segment under the
-//! name from its own contact, the others attach to that name. The last rank to
-//! attach unlinks it, so nothing is left in /dev/shm however the job ends.
+//! that lists local peers of this job, the participants are this rank plus every local
+//! peer of the same job that published one (a peer that excluded rsmcuda never
+//! attaches, so it is not counted), ordered by their process name; the first creates
+//! the segment under the name from its own contact, the others attach to that name.
+//! The last rank to attach unlinks it, so nothing is left in /dev/shm however the job
+//! ends. Processes of other jobs are met one by one (`pair`).
 
 use std::time::Duration;
 
 use mca::proc::Proc;
 use mca::verbose;
-use rsmcuda_shm::{AbandonOutcome, LayoutParams, Retry, Segment, SegmentName};
+use rsmcuda_shm::{LayoutParams, Retry, Segment, SegmentName};
 
 use rsmcuda_core::numa::Plan;
 
+use crate::help::HELP;
 use crate::modex::Contact;
 use crate::params;
-
-/// The help file of this component.
-pub const HELP: &str = "help-mpi-btl-rsmcuda.txt";
-
 /// This process's contact: its pid and the segment name it would create.
 pub fn my_contact(limits: (usize, usize)) -> Result<Contact, String> {
     let (jobid, _) = split(mca::proc::my_name_hash());
     let pid = std::process::id();
-    let node = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .unwrap_or_default();
-    let name =
-        SegmentName::for_job(&format!("{jobid:x}-{pid}"), &node).map_err(|e| e.to_string())?;
+    let name = SegmentName::for_job(&format!("{jobid:x}-{pid}"), &node_name())
+        .map_err(|e| e.to_string())?;
     Ok(Contact {
         pid,
         eager: limits.0 as u64,
@@ -38,6 +33,13 @@ pub fn my_contact(limits: (usize, usize)) -> Result<Contact, String> {
         cuda_ipc: crate::cuda::probed(),
         segment: name.as_str().to_owned(),
     })
+}
+
+/// This node's name (hashed into segment names).
+pub fn node_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
 }
 
 fn split(hash: u64) -> (u32, u32) {
@@ -53,42 +55,56 @@ pub struct Joined {
     pub all_cuda_ipc: bool,
 }
 
-/// Finds the participants among `procs` and creates or attaches the segment.
-/// `None` (after telling the user why, where it is an error) leaves every peer
-/// unreachable through rsmcuda.
-pub fn join(
+/// Every local peer among `procs` other than this process, with its contact if it
+/// published a usable one (a malformed one is reported and counts as none).
+pub fn local_contacts(
     component: *const mca::sys::mca_base_component_t,
     procs: &[Proc],
-    limits: (usize, usize),
-) -> Option<Joined> {
+) -> Vec<(Proc, Option<Contact>)> {
+    let stream = crate::stream();
+    procs
+        .iter()
+        .filter(|p| p.is_local() && !p.is_me())
+        .map(|proc_| {
+            // SAFETY: our exported component structure.
+            let contact = match unsafe { proc_.modex_recv(component) } {
+                Ok(blob) => match Contact::decode(&blob) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        let (_, vpid) = proc_.jobid_vpid();
+                        mca::help::show_help(
+                            HELP,
+                            "bad contact",
+                            true,
+                            &[&vpid.to_string(), &e.to_string()],
+                        );
+                        None
+                    }
+                },
+                Err(_) => {
+                    let (jobid, vpid) = proc_.jobid_vpid();
+                    verbose!(
+                        stream,
+                        1,
+                        "btl:rsmcuda: local rank with vpid {vpid} (job {jobid:x}) did not \
+                         publish a contact (rsmcuda not selected there); it is not part of \
+                         the segment"
+                    );
+                    None
+                }
+            };
+            (*proc_, contact)
+        })
+        .collect()
+}
+
+/// Forms the job's segment with `members`: the local peers of this job that published
+/// a contact. `None` (after telling the user why, where it is an error) leaves them
+/// unreachable through rsmcuda.
+pub fn join(mut members: Vec<(u64, Contact)>, limits: (usize, usize)) -> Option<Joined> {
     let p = params::get();
     let stream = crate::stream();
     let me = mca::proc::my_name_hash();
-    let mut members: Vec<(u64, Contact)> = Vec::new();
-    for proc_ in procs.iter().filter(|p| p.is_local() && !p.is_me()) {
-        // SAFETY: our exported component structure.
-        match unsafe { proc_.modex_recv(component) } {
-            Ok(blob) => match Contact::decode(&blob) {
-                Ok(c) => members.push((proc_.name_hash(), c)),
-                Err(e) => {
-                    let (_, vpid) = proc_.jobid_vpid();
-                    mca::help::show_help(
-                        HELP,
-                        "bad contact",
-                        true,
-                        &[&vpid.to_string(), &e.to_string()],
-                    );
-                }
-            },
-            Err(_) => verbose!(
-                stream,
-                1,
-                "btl:rsmcuda: local rank with vpid {} did not publish a contact (rsmcuda not \
-                 selected there); it is not part of the segment",
-                proc_.jobid_vpid().1
-            ),
-        }
-    }
     if members.is_empty() {
         return None;
     }
@@ -196,7 +212,7 @@ pub fn join(
 /// Fast box ring per ordered pair of ranks (messages up to a quarter of it go inline):
 /// 64 KiB for 2 ranks, halved as the rank count doubles, 8 KiB up to 32 ranks (8 MiB in
 /// all), none above (they grow with the square of the rank count).
-fn fbox_bytes(nranks: u32) -> u32 {
+pub fn fbox_bytes(nranks: u32) -> u32 {
     match nranks {
         0..=2 => 64 << 10,
         3..=4 => 32 << 10,
@@ -207,7 +223,7 @@ fn fbox_bytes(nranks: u32) -> u32 {
 }
 
 /// The layout this rank would create, from its parameters and ob1's limits.
-fn layout_params(nranks: u32, limits: (usize, usize)) -> LayoutParams {
+pub fn layout_params(nranks: u32, limits: (usize, usize)) -> LayoutParams {
     let p = params::get();
     LayoutParams {
         nranks,
@@ -222,7 +238,7 @@ fn layout_params(nranks: u32, limits: (usize, usize)) -> LayoutParams {
 
 /// Fragment sizes are part of the segment; a rank whose limits differ from the
 /// creator's would hand ob1 fragments of the wrong size.
-fn mismatch(seg: &Segment, (eager, max): (usize, usize)) -> Option<String> {
+pub fn mismatch(seg: &Segment, (eager, max): (usize, usize)) -> Option<String> {
     let have = seg.layout().params();
     (have.eager_size as usize != eager || have.max_size as usize != max).then(|| {
         format!(
@@ -232,30 +248,4 @@ fn mismatch(seg: &Segment, (eager, max): (usize, usize)) -> Option<String> {
             have.eager_size, have.max_size
         )
     })
-}
-
-/// The leader gives up on peers that never attached: unlink now, say who.
-pub fn abandon(seg: &Segment) {
-    match seg.abandon_waiting() {
-        Ok(AbandonOutcome::AllAttached) => {}
-        Ok(AbandonOutcome::Abandoned { attached, missing }) => {
-            let missing: Vec<String> = missing.iter().map(u32::to_string).collect();
-            mca::help::show_help(
-                HELP,
-                "peers never attached",
-                true,
-                &[
-                    seg.name().as_str(),
-                    &attached.to_string(),
-                    &missing.join(", "),
-                ],
-            );
-        }
-        Err(e) => mca::help::show_help(
-            HELP,
-            "segment failed",
-            true,
-            &["unlink", seg.name().as_str(), &e.to_string()],
-        ),
-    }
 }

@@ -10,11 +10,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mca::btl::{Btl, RdmaCompletion, RdmaOp, Registration};
+use mca::btl::{Btl, BtlModule, RdmaCompletion, RdmaOp, Registration};
 use mca::{Error, Result, sys, verbose};
 use rsmcuda_shm::cma;
 
-use crate::module::{Endpoint, Module};
+use crate::node::Node;
 use crate::params::{self, SINGLE_COPY_CMA};
 use crate::stats;
 
@@ -26,7 +26,7 @@ pub fn wanted() -> bool {
 }
 
 /// Decides at setup whether CMA is used, and says why not.
-pub fn announce(btl: &Btl<Module>) {
+pub fn announce<M: BtlModule>(btl: &Btl<M>) {
     let stream = crate::stream();
     let flags_have_get = {
         // SAFETY: plain read of our own module's flags (set by the BTL base from the
@@ -67,7 +67,7 @@ pub fn announce(btl: &Btl<Module>) {
 /// CMA works and the message is large enough; anything else (the receiver's buffer of
 /// a get, registered LOCAL_WRITE|REMOTE_WRITE) always, as CMA needs no registration.
 /// PUT is never advertised, so no peer writes through these handles.
-pub fn register(_btl: &Btl<Module>, size: usize, flags: u32) -> Option<Registration> {
+pub fn register<M: BtlModule>(_btl: &Btl<M>, size: usize, flags: u32) -> Option<Registration> {
     verbose!(
         crate::stream(),
         20,
@@ -82,10 +82,15 @@ pub fn register(_btl: &Btl<Module>, size: usize, flags: u32) -> Option<Registrat
     Some(Registration::empty())
 }
 
-/// Reads the peer's buffer into ours and completes inline.
-pub fn get(btl: &Btl<Module>, endpoint: &Endpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
-    let node = btl.node().ok_or(Error::UNREACH)?;
-    let pid = node.seg.peer_pid(endpoint.rank).ok_or(Error::UNREACH)?;
+/// Reads the buffer of `node`'s rank `rank` into ours and completes inline.
+pub fn get<M: BtlModule>(
+    btl: &Btl<M>,
+    node: &Node,
+    rank: u32,
+    op: RdmaOp,
+    done: RdmaCompletion,
+) -> Result<()> {
+    let pid = node.seg.peer_pid(rank).ok_or(Error::UNREACH)?;
     let remote = usize::try_from(op.remote).map_err(|_| Error::BAD_PARAM)?;
     let local = if op.size == 0 {
         &mut [][..]

@@ -1,6 +1,7 @@
 //! rsmcuda core: CUDA IPC handshake state machine (per peer and node-wide), remote
 //! memory-handle cache, the in-order completion ring of IPC copies, the registration
-//! handle, and the NUMA placement decision (sans-IO).
+//! handle, the NUMA placement decision, and who shares which segment and how two
+//! processes of different jobs meet (`rendezvous`) (sans-IO).
 //!
 //! The glue (`components/rsmcuda/btl`, `components/rsmcuda/cuda`) owns shared memory,
 //! the CUDA driver (loaded at run time) and the BTL callbacks; this crate decides what
@@ -13,3 +14,4 @@ pub mod copy;
 pub mod ipc;
 pub mod numa;
 pub mod reg;
+pub mod rendezvous;
