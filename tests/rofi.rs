@@ -528,6 +528,7 @@ fn ompi_info_documents_every_parameter() {
     assert_every_parameter_has_help(&text, "mtl_rofi_");
     for name in [
         "mtl_rofi_priority",
+        "mtl_rofi_auto_select",
         "mtl_rofi_verbose",
         "mtl_rofi_provider_include",
         "mtl_rofi_provider_exclude",
@@ -662,4 +663,36 @@ fn stock_cm_mishandles_restarted_persistent_bsends() {
         .timeout(Duration::from_secs(60))
         .run()
         .assert_passed();
+}
+
+/// Which PML a job ran, from `pml_base_verbose` (each rank prints its selection).
+fn selected_pml(out: &JobOutput) -> Vec<String> {
+    let log = format!("{}{}", out.stdout, out.stderr);
+    log.lines()
+        .filter_map(|l| l.split("select: component ").nth(1))
+        .filter_map(|rest| rest.strip_suffix(" selected"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// An installed rofi stays out of jobs that do not ask for it: with build/mca in the
+/// component path and no --mca pml/mtl, a job runs ob1 as before (4.1.4's cm takes its
+/// MTL's priority, and rofi's 20 used to tie ob1's and win); naming rofi alone in the
+/// mtl list (priority 25) or mtl_rofi_auto_select brings cm + rofi.
+#[test]
+fn rofi_competes_only_when_named_or_opted_in() {
+    let cases: [(&str, &[(&str, &str)], &str); 3] = [
+        ("default", &[], "ob1"),
+        ("named", &[("mtl", "rofi")], "cm"),
+        ("opted-in", &[("mtl_rofi_auto_select", "1")], "cm"),
+    ];
+    for (name, params, pml) in cases {
+        let config = McaConfig::new(name, params).with("pml_base_verbose", "10");
+        let out = Job::new(&config, 2, program("p2p_sizes"))
+            .args(&["--quick"])
+            .timeout(Duration::from_secs(120))
+            .run();
+        out.assert_passed();
+        assert_eq!(selected_pml(&out), [pml, pml], "{name}: {}", out.report());
+    }
 }

@@ -8,6 +8,7 @@
 //! - [`error`], [`params`], [`pvars`], [`help`], [`output`], [`progress`], [`proc`]:
 //!   error codes, MCA variables, MPI_T pvars, show_help, verbosity streams,
 //!   progress registration, processes and the modex.
+//! - [`selection`]: whether the user named a component in its framework's list.
 //! - [`hwloc`]: the NUMA nodes of Open MPI's hwloc topology that this thread's binding
 //!   touches.
 
@@ -25,6 +26,7 @@ pub mod params;
 pub mod proc;
 pub mod progress;
 pub mod pvars;
+pub mod selection;
 pub mod strings;
 
 pub use error::{Error, Result};

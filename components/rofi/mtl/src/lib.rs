@@ -158,11 +158,26 @@ impl MtlComponent for Rofi {
     type Module = RofiModule;
 
     fn query() -> Result<i32> {
+        let p = params::get().ok_or(Error::NOT_AVAILABLE)?;
+        // Installed beside Open MPI's own MTLs, rofi stays out of jobs that did not
+        // ask for it: opening a provider costs start-up time, and cm winning over ob1
+        // would change how every default job runs.
+        if mca::selection::selection_of("mtl", "rofi") != mca::selection::Selection::Named
+            && !p.auto_select.enabled()
+        {
+            verbose!(
+                stream(),
+                1,
+                "mtl:rofi: not named in the mtl list and mtl_rofi_auto_select is off: \
+                 not competing"
+            );
+            return Err(Error::NOT_AVAILABLE);
+        }
         let (_, selection) = choose(false)?;
         if selection.chosen.is_none() {
             return Err(decline(&selection));
         }
-        Ok(params::get().map_or(0, |p| p.priority.get()))
+        Ok(p.priority.get())
     }
 
     fn init(_progress_threads: bool, mpi_threads: bool) -> Result<(RofiModule, MtlLimits)> {

@@ -10,6 +10,7 @@ use rofi_core::tag::TagMode;
 #[derive(Debug, Clone, Copy)]
 pub struct Params {
     pub priority: Param<i32>,
+    pub auto_select: Param<bool>,
     pub verbose: Param<i32>,
     pub include: StringParam,
     pub exclude: StringParam,
@@ -63,10 +64,20 @@ impl Params {
 pub fn register(reg: &mut Registrar) {
     let priority = reg.int(
         "priority",
-        20,
+        25,
         0..=100,
         Level::DEV_ALL,
-        "Selection priority of the rofi MTL (select it explicitly with --mca mtl rofi)",
+        "Selection priority of the rofi MTL once it competes (named in the mtl list, \
+         or mtl_rofi_auto_select); cm takes its MTL's priority, so above ob1's 20 a job \
+         given only --mca mtl rofi runs cm",
+    );
+    let auto_select = reg.bool(
+        "auto_select",
+        false,
+        Level::USER_BASIC,
+        "Compete in the MTL selection of jobs that do not name rofi (--mca mtl rofi, \
+         OMPI_MCA_mtl, a parameter file). Off by default: an installed rofi then leaves \
+         every job that does not ask for it exactly as it was",
     );
     let verbose = reg.int(
         "verbose",
@@ -220,6 +231,7 @@ pub fn register(reg: &mut Registrar) {
     );
     let _ = PARAMS.set(Params {
         priority,
+        auto_select,
         verbose,
         include,
         exclude,
