@@ -279,6 +279,7 @@ fn ompi_info_documents_every_parameter() {
     let text = ompi_info_params("btl", "rusnic");
     for name in [
         "verbose",
+        "auto_select",
         "backend",
         "ofi_provider",
         "if_include",
@@ -331,4 +332,31 @@ fn only_the_component_symbol_is_exported() {
         exported_symbols("mca_btl_rusnic.so"),
         ["mca_btl_rusnic_component"]
     );
+}
+
+/// An installed rusnic stays out of jobs that do not ask for it: with no btl list, or an
+/// exclude list like Debian's, its init returns no module (so ob1 never progresses an
+/// idle rusnic beside vader); named, or with btl_rusnic_auto_select, it opens one.
+#[test]
+fn rusnic_opens_a_module_only_when_named_or_opted_in() {
+    let cases: [(&str, &[(&str, &str)], bool); 4] = [
+        ("default", &[("pml", "ob1")], false),
+        ("exclude-list", &[("pml", "ob1"), ("btl", "^tcp")], false),
+        ("opted-in", &[("pml", "ob1"), ("btl_rusnic_auto_select", "1")], true),
+        ("named", &[("pml", "ob1"), ("btl", "self,vader,rusnic")], true),
+    ];
+    for (name, params, opens) in cases {
+        let config = McaConfig::new(name, params).with("btl_base_verbose", "100");
+        let out = Job::new(&config, 2, program("p2p_sizes"))
+            .args(&["--quick"])
+            .timeout(Duration::from_secs(120))
+            .run();
+        out.assert_passed();
+        let log = format!("{}{}", out.stdout, out.stderr);
+        let expected = if opens { "success" } else { "failure" };
+        let inits = log
+            .matches(&format!("init of component rusnic returned {expected}"))
+            .count();
+        assert_eq!(inits, 2, "{name}: {}", out.report());
+    }
 }

@@ -104,7 +104,23 @@ impl BtlComponent for Component {
             ports: [0, 0],
             addrs: Vec::new(),
         };
-        let made = open_module(local_id, &mut contact);
+        // Installed beside Open MPI's own BTLs, rusnic stays out of jobs that did not
+        // ask for it: a module that reaches peers is progressed by ob1 even while
+        // another BTL carries all the traffic.
+        let made = if mca::selection::selection_of("btl", "rusnic")
+            == mca::selection::Selection::Named
+            || p.auto_select.enabled()
+        {
+            open_module(local_id, &mut contact)
+        } else {
+            verbose!(
+                stream(),
+                1,
+                "btl:rusnic: not named in the btl list and btl_rusnic_auto_select is off: \
+                 no module"
+            );
+            None
+        };
         // Always publish, even without a module: peers then see "no contact" at once
         // instead of waiting for a key that never comes.
         // SAFETY: our exported component structure.

@@ -34,6 +34,7 @@ pub enum BackendKind {
 
 pub struct Params {
     pub verbose: Param<i32>,
+    pub auto_select: Param<bool>,
     pub backend: Param<i32>,
     pub ofi_provider: StringParam,
     pub if_include: StringParam,
@@ -104,6 +105,14 @@ pub fn register(reg: &mut Registrar) {
             0..=100,
             Level::DEV_BASIC,
             "Verbosity of the rusnic BTL (10: per-peer setup, 50: per-fragment)",
+        ),
+        auto_select: reg.bool(
+            "auto_select",
+            false,
+            Level::USER_BASIC,
+            "Open a module in jobs whose btl list does not name rusnic (no list, or an \
+             exclude list such as Debian's ^uct,openib,ofi). Off by default: an installed \
+             rusnic then leaves every job that does not ask for it exactly as it was",
         ),
         backend: reg.enumeration(
             "backend",
