@@ -521,6 +521,8 @@ impl Node {
         }
         if self.seg.all_attached() {
             self.everyone_attached.store(true, Ordering::Relaxed);
+            // The creator's descriptor, through which peers found the segment, closes.
+            let _ = self.seg.settle();
             return;
         }
         if since.elapsed() < timeout {

@@ -1,11 +1,12 @@
 //! Processes of other jobs on this node (spawned, or joined with MPI_Comm_connect/accept):
 //! one two-member segment per pair, met inside the add_procs of the connect, which both
 //! sides run (see `rsmcuda_core::rendezvous` for the protocol and why it cannot
-//! deadlock). The lower process name creates `/rsmcuda-<its jobid>.<vpid>-<its
-//! pid>-<peer jobid>.<vpid>-<node hash>` as rank 0, the other attaches as rank 1 and,
-//! completing the count, unlinks it. The creator waits for that attach before add_procs
-//! returns, at most `btl_rsmcuda_attach_timeout`, then closes the door and unlinks: when
-//! add_procs returns, no pair segment has a name in /dev/shm any more, met or not.
+//! deadlock). The lower process name creates the anonymous segment
+//! `rsmcuda-<its jobid>.<vpid>-<its pid>-<peer jobid>.<vpid>-<node hash>` (a memfd: no
+//! name in /dev/shm, ever) as rank 0; the other finds it among the creator's open files
+//! and attaches as rank 1. The creator waits for that attach before add_procs returns,
+//! at most `btl_rsmcuda_attach_timeout`, then closes its descriptor (the door) either
+//! way.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -13,7 +14,7 @@ use std::time::Instant;
 
 use mca::verbose;
 use rsmcuda_core::rendezvous::{Outcome, Poll, Rendezvous, Role};
-use rsmcuda_shm::{Segment, SegmentName, ShmError};
+use rsmcuda_shm::{Backing, Locator, Segment, SegmentName, ShmError};
 
 use crate::help::HELP;
 use crate::modex::Contact;
@@ -40,15 +41,16 @@ pub fn meet(
     let my_pid = std::process::id();
     let timeout =
         std::time::Duration::from_millis(params::get().attach_timeout_ms.get().max(1) as u64);
-    let mut names: HashMap<u64, SegmentName> = HashMap::new();
+    // Each segment's name and where it is found (the creator's open files).
+    let mut names: HashMap<u64, (SegmentName, Locator)> = HashMap::new();
     let segs: RefCell<HashMap<u64, Segment>> = RefCell::default();
     let mut rendezvous = Rendezvous::new(pairs.iter().copied(), timeout);
     let start = Instant::now();
     // First everything this process creates (never waits), then the waits.
     for &(peer, role) in pairs {
-        let named = match (role, contacts.get(&peer)) {
-            (Role::Create, _) => pair_name(me, my_pid, peer),
-            (Role::Attach, Some(c)) => pair_name(peer, c.pid, me),
+        let (named, creator_pid) = match (role, contacts.get(&peer)) {
+            (Role::Create, _) => (pair_name(me, my_pid, peer), my_pid),
+            (Role::Attach, Some(c)) => (pair_name(peer, c.pid, me), c.pid),
             (Role::Attach, None) => continue,
         };
         let name = match named {
@@ -60,8 +62,9 @@ pub fn meet(
             }
         };
         if role == Role::Create {
-            match Segment::create(&name, &setup::layout_params(2, limits), 0) {
-                Ok(seg) => {
+            let layout = setup::layout_params(2, limits);
+            match Segment::create_in(Backing::Anonymous, &name, &layout, 0, &[]) {
+                Ok((seg, _)) => {
                     segs.borrow_mut().insert(peer, seg);
                 }
                 Err(e) => {
@@ -75,7 +78,7 @@ pub fn meet(
                 }
             }
         }
-        names.insert(peer, name);
+        names.insert(peer, (name, Locator::Process(creator_pid)));
     }
     rendezvous.settle(|k| !names.contains_key(k), Outcome::Failed);
     while !rendezvous.round(
@@ -86,7 +89,7 @@ pub fn meet(
                 Some(_) => Poll::Waiting,
                 None => Poll::Failed,
             },
-            Role::Attach => match Segment::try_attach(&names[peer], 1) {
+            Role::Attach => match Segment::try_attach_from(names[peer].1, &names[peer].0, 1) {
                 Ok(Some(seg)) => {
                     segs.borrow_mut().insert(*peer, seg);
                     Poll::Ready
@@ -98,7 +101,7 @@ pub fn meet(
                         1,
                         "btl:rsmcuda: cannot attach to {}: {e}; process {} of job {:x} is \
                          not reachable through rsmcuda",
-                        names[peer],
+                        names[peer].0,
                         *peer as u32,
                         peer >> 32
                     );
@@ -114,7 +117,7 @@ pub fn meet(
                     1,
                     "btl:rsmcuda: {} did not appear within btl_rsmcuda_attach_timeout; \
                      process {} of job {:x} is not reachable through rsmcuda",
-                    names[peer],
+                    names[peer].0,
                     *peer as u32,
                     peer >> 32
                 );
@@ -131,7 +134,11 @@ pub fn meet(
             let seg = segs.remove(&peer);
             let seg = match (outcome, seg) {
                 (Outcome::Ready, Some(seg)) => match setup::mismatch(&seg, limits) {
-                    None => Some(seg),
+                    None => {
+                        // The creator's door closes now: nobody else will attach.
+                        let _ = seg.settle();
+                        Some(seg)
+                    }
                     Some(problem) => {
                         mca::help::show_help(
                             HELP,

@@ -4,15 +4,16 @@
 //! that lists local peers of this job, the participants are this rank plus every local
 //! peer of the same job that published one (a peer that excluded rsmcuda never
 //! attaches, so it is not counted), ordered by their process name; the first creates
-//! the segment under the name from its own contact, the others attach to that name.
-//! The last rank to attach unlinks it, so nothing is left in /dev/shm however the job
-//! ends. Processes of other jobs are met one by one (`pair`).
+//! the segment, an anonymous one (memfd) under the name from its own contact, and the
+//! others find it among its open files (`/proc/<pid>/fd`, the pid from its contact) and
+//! attach. Nothing is ever named in /dev/shm, so nothing can be left there however the
+//! job ends. Processes of other jobs are met one by one (`pair`).
 
 use std::time::Duration;
 
 use mca::proc::Proc;
 use mca::verbose;
-use rsmcuda_shm::{LayoutParams, Retry, Segment, SegmentName};
+use rsmcuda_shm::{Backing, LayoutParams, Locator, Retry, Segment, SegmentName};
 
 use rsmcuda_core::numa::Plan;
 
@@ -159,7 +160,7 @@ pub fn join(mut members: Vec<(u64, Contact)>, limits: (usize, usize)) -> Option<
             Plan::Place(v) => v.as_slice(),
             Plan::Off(_) => &[],
         };
-        Segment::create_placed(&name, &layout, 0, place).map(|(seg, placed)| {
+        Segment::create_in(Backing::Anonymous, &name, &layout, 0, place).map(|(seg, placed)| {
             crate::numa::report(&plan, Some(&placed));
             seg
         })
@@ -169,7 +170,7 @@ pub fn join(mut members: Vec<(u64, Contact)>, limits: (usize, usize)) -> Option<
             first_sleep: Duration::from_millis(1),
             max_sleep: Duration::from_millis(20),
         };
-        Segment::attach(&name, my_rank, &retry)
+        Segment::attach_from(Locator::Process(leader.pid), &name, my_rank, &retry)
     };
     let seg = match result {
         Ok(seg) => seg,

@@ -1,7 +1,8 @@
 //! rsmcuda shared memory: the segment and the lock-free multi-writer FIFOs inside it (raw)
 //!
-//! One segment per node, created by one local rank and attached by the others
-//! ([`Segment`]); inside it, per rank: a multi-writer single-reader FIFO of 64-bit values
+//! A segment is created by one process and attached by the others ([`Segment`]), named
+//! in /dev/shm or anonymous (a memfd found among the creator's open files, [`Backing`],
+//! [`Locator`]); inside it, per rank: a multi-writer single-reader FIFO of 64-bit values
 //! ([`FifoWriter`], [`FifoReader`], [`FifoValue`]) and two pools of fixed-size fragments
 //! allocated only by their owner ([`FragPool`], [`Frag`], [`Incoming`]). A fragment travels
 //! to its receiver as a SEND value and comes back to its owner as an ACK value. [`cma`]
@@ -42,4 +43,4 @@ pub use layout::{
 };
 pub use name::SegmentName;
 pub use repr::{LAYOUT_VERSION, MAGIC};
-pub use segment::{AbandonOutcome, Retry, Segment};
+pub use segment::{AbandonOutcome, Backing, Locator, Retry, Segment};

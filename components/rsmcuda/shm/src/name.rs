@@ -72,6 +72,16 @@ impl SegmentName {
         &self.cname
     }
 
+    /// The name of an anonymous (memfd) segment: without the leading '/'.
+    pub(crate) fn memfd_cstr(&self) -> CString {
+        CString::new(&self.name[1..]).expect("checked: no NUL")
+    }
+
+    /// What `/proc/<pid>/fd/<n>` of the process holding the anonymous segment reads.
+    pub(crate) fn memfd_link(&self) -> String {
+        format!("/memfd:{} (deleted)", &self.name[1..])
+    }
+
     /// Where glibc on Linux keeps the object (`/dev/shm/<name>`): for tests and diagnostics.
     pub fn dev_shm_path(&self) -> PathBuf {
         PathBuf::from(format!("/dev/shm{}", self.name))

@@ -16,9 +16,17 @@
 //!    `unlink_if_leader_on_failure` does the same on the leader's error paths.
 //! 5. `Drop` unmaps (once the last handle — FIFO reader/writer, pool — is gone too). It
 //!    does not unlink: after a normal start-up the name is already gone.
+//!
+//! An **anonymous** segment ([`Backing::Anonymous`]) has no name in any filesystem: the
+//! leader creates a memfd and keeps its descriptor open; peers find it among the
+//! leader's open files (`/proc/<leader pid>/fd`, [`Locator::Process`]) by its memfd name
+//! and open it there. "Unlinking" is then the leader closing that descriptor: once every
+//! rank attached ([`Segment::settle`]) or when it gives up, after which nobody can
+//! attach. Nothing is ever left behind, whoever is killed whenever.
 
-use std::sync::Arc;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use std::{fmt, io};
 
@@ -38,6 +46,27 @@ pub(crate) struct SegShared {
     pub(crate) map: Mapping,
     pub(crate) layout: Layout,
     pub(crate) name: SegmentName,
+    backing: Backing,
+    /// The anonymous segment's descriptor, held by its creator until the door closes.
+    held: Mutex<Option<OwnedFd>>,
+}
+
+/// How peers find a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// A POSIX shared-memory object under its name in /dev/shm (`shm_open`).
+    Named,
+    /// A memfd that only the creator's open descriptor makes reachable.
+    Anonymous,
+}
+
+/// Where an attacher looks for a segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locator {
+    /// Under its name in /dev/shm ([`Backing::Named`]).
+    Name,
+    /// Among the open files of the creating process ([`Backing::Anonymous`]).
+    Process(u32),
 }
 
 impl SegShared {
@@ -54,10 +83,15 @@ impl SegShared {
             source,
         }
     }
-    /// Unlinks the name unless some process already did. `Ok(true)` if this call did it.
+    /// Unlinks the name unless some process already did (an anonymous segment: closes
+    /// the creator's descriptor, if this process holds it). `Ok(true)` if this call did it.
     fn unlink_once(&self) -> Result<bool, ShmError> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
         if self.header().state.0.unlinked.swap(1, AcqRel) != 0 {
             return Ok(false);
+        }
+        if self.backing == Backing::Anonymous {
+            return Ok(held.is_some());
         }
         match sys::shm_unlink(self.name.as_cstr()) {
             Ok(()) => Ok(true),
@@ -169,6 +203,18 @@ impl Segment {
         my_rank: u32,
         homes: &[Option<u32>],
     ) -> Result<(Self, crate::numa::Placed), ShmError> {
+        Self::create_in(Backing::Named, name, params, my_rank, homes)
+    }
+
+    /// [`Segment::create_placed`] with the given backing. An anonymous segment is found by
+    /// its peers with [`Locator::Process`] and this process's pid.
+    pub fn create_in(
+        backing: Backing,
+        name: &SegmentName,
+        params: &LayoutParams,
+        my_rank: u32,
+        homes: &[Option<u32>],
+    ) -> Result<(Self, crate::numa::Placed), ShmError> {
         let layout = Layout::compute(params)?;
         if my_rank >= layout.nranks() {
             return Err(ShmError::RankOutOfRange {
@@ -183,20 +229,25 @@ impl Segment {
                 source,
             }
         };
-        let fd = sys::shm_open(
-            name.as_cstr(),
-            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-            0o600,
-        )
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::EEXIST) {
-                ShmError::AlreadyExists {
-                    name: name.to_string(),
+        let fd = match backing {
+            Backing::Named => sys::shm_open(
+                name.as_cstr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                0o600,
+            )
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::EEXIST) {
+                    ShmError::AlreadyExists {
+                        name: name.to_string(),
+                    }
+                } else {
+                    os("shm_open(O_CREAT|O_EXCL)")(e)
                 }
-            } else {
-                os("shm_open(O_CREAT|O_EXCL)")(e)
+            })?,
+            Backing::Anonymous => {
+                sys::memfd_create(&name.memfd_cstr()).map_err(os("memfd_create"))?
             }
-        })?;
+        };
         let total = layout.total_size();
         let mut placed = Ok(Vec::new());
         let mapped = (|| {
@@ -215,12 +266,15 @@ impl Segment {
                 .map_err(os("posix_fallocate (is /dev/shm large enough?)"))?;
             Ok(map)
         })();
-        drop(fd);
+        // Peers of an anonymous segment open it through this descriptor.
+        let held = (backing == Backing::Anonymous).then_some(fd);
         let map = match mapped {
             Ok(m) => m,
             Err(e) => {
                 // We created the name (O_EXCL): remove it again. Nothing else to report.
-                let _ = sys::shm_unlink(name.as_cstr());
+                if backing == Backing::Named {
+                    let _ = sys::shm_unlink(name.as_cstr());
+                }
                 return Err(e);
             }
         };
@@ -228,6 +282,8 @@ impl Segment {
             map,
             layout,
             name: name.clone(),
+            backing,
+            held: Mutex::new(held),
         });
         init_segment(&shared, my_rank);
         let seg = Self {
@@ -244,17 +300,36 @@ impl Segment {
     /// One attempt to attach as `my_rank`. `Ok(None)`: the leader has not created or
     /// initialised the segment yet (try again later). Errors are final.
     pub fn try_attach(name: &SegmentName, my_rank: u32) -> Result<Option<Self>, ShmError> {
-        Self::attach_once(name, my_rank).map(Result::ok)
+        Self::try_attach_from(Locator::Name, name, my_rank)
+    }
+
+    /// [`Segment::try_attach`] to a segment found through `locator`.
+    pub fn try_attach_from(
+        locator: Locator,
+        name: &SegmentName,
+        my_rank: u32,
+    ) -> Result<Option<Self>, ShmError> {
+        Self::attach_once(locator, name, my_rank).map(Result::ok)
     }
 
     /// Attaches as `my_rank`, retrying per `retry` while the segment is not there yet.
     /// Sleeps (std::thread::sleep) between attempts; no other clock is read.
     pub fn attach(name: &SegmentName, my_rank: u32, retry: &Retry) -> Result<Self, ShmError> {
+        Self::attach_from(Locator::Name, name, my_rank, retry)
+    }
+
+    /// [`Segment::attach`] to a segment found through `locator`.
+    pub fn attach_from(
+        locator: Locator,
+        name: &SegmentName,
+        my_rank: u32,
+        retry: &Retry,
+    ) -> Result<Self, ShmError> {
         let mut sleep = retry.first_sleep;
         let attempts = retry.attempts.max(1);
         let mut last = NotReady::Missing;
         for i in 0..attempts {
-            match Self::attach_once(name, my_rank)? {
+            match Self::attach_once(locator, name, my_rank)? {
                 Ok(seg) => return Ok(seg),
                 Err(nr) => last = nr,
             }
@@ -270,7 +345,11 @@ impl Segment {
         })
     }
 
-    fn attach_once(name: &SegmentName, my_rank: u32) -> Result<Result<Self, NotReady>, ShmError> {
+    fn attach_once(
+        locator: Locator,
+        name: &SegmentName,
+        my_rank: u32,
+    ) -> Result<Result<Self, NotReady>, ShmError> {
         let os = |op| {
             move |source| ShmError::Os {
                 op,
@@ -278,10 +357,19 @@ impl Segment {
                 source,
             }
         };
-        let fd = match sys::shm_open(name.as_cstr(), libc::O_RDWR, 0) {
-            Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Err(NotReady::Missing)),
-            Err(e) => return Err(os("shm_open(O_RDWR)")(e)),
+        let (fd, backing) = match locator {
+            Locator::Name => match sys::shm_open(name.as_cstr(), libc::O_RDWR, 0) {
+                Ok(fd) => (fd, Backing::Named),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    return Ok(Err(NotReady::Missing));
+                }
+                Err(e) => return Err(os("shm_open(O_RDWR)")(e)),
+            },
+            Locator::Process(pid) => match sys::open_held_by(pid, &name.memfd_link()) {
+                Ok(Some(fd)) => (fd, Backing::Anonymous),
+                Ok(None) => return Ok(Err(NotReady::Missing)),
+                Err(e) => return Err(os("open through /proc/<creator>/fd")(e)),
+            },
         };
         let file = sys::fstat_size(&fd).map_err(os("fstat"))?;
         if file == 0 {
@@ -347,6 +435,8 @@ impl Segment {
             map,
             layout,
             name: name.clone(),
+            backing,
+            held: Mutex::new(None),
         });
         for r in 0..layout.nranks() {
             let e = shared.rank_entry(r);
@@ -420,6 +510,22 @@ impl Segment {
             .filter(|&r| self.shared.rank_entry(r).attached.load(Acquire) == 0)
             .collect();
         Ok(AbandonOutcome::Abandoned { attached, missing })
+    }
+
+    /// Once every rank has attached: drops what let peers find the segment (the
+    /// anonymous creator's descriptor; a named segment is already unlinked by then).
+    /// Returns whether every rank had attached.
+    pub fn settle(&self) -> Result<bool, ShmError> {
+        if !self.all_attached() {
+            return Ok(false);
+        }
+        self.shared.unlink_once()?;
+        Ok(true)
+    }
+
+    /// How peers find this segment.
+    pub fn backing(&self) -> Backing {
+        self.shared.backing
     }
 
     /// On the leader's error paths: make sure no name is left behind and no late peer

@@ -21,6 +21,47 @@ pub fn shm_open(name: &CStr, oflag: libc::c_int, mode: libc::mode_t) -> io::Resu
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `memfd_create(name, MFD_CLOEXEC)`: an anonymous shared-memory file that no
+/// filesystem names; it lives while a descriptor or a mapping of it does.
+pub fn memfd_create(name: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
+    let fd = cvt(unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) })?;
+    // SAFETY: memfd_create just returned this descriptor to us; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens (read-write) the file that process `pid` holds open as `link` (what
+/// `/proc/<pid>/fd/<n>` reads as, e.g. `/memfd:name (deleted)`). `Ok(None)` if the
+/// process holds no such file (or is gone); an error if its descriptors cannot be read
+/// (another user, a restricted /proc).
+pub fn open_held_by(pid: u32, link: &str) -> io::Result<Option<OwnedFd>> {
+    let dir = match std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        Ok(d) => d,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    for entry in dir.flatten() {
+        let path = entry.path();
+        if std::fs::read_link(&path).is_ok_and(|l| l.as_os_str() == link) {
+            let file = match std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+            {
+                Ok(f) => f,
+                // Closed meanwhile.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            let fd = OwnedFd::from(file);
+            // The number may have been closed and reused between the two looks.
+            let ours = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))?;
+            return Ok((ours.as_os_str() == link).then_some(fd));
+        }
+    }
+    Ok(None)
+}
+
 /// `shm_unlink(name)`.
 pub fn shm_unlink(name: &CStr) -> io::Result<()> {
     // SAFETY: `name` is a valid NUL-terminated string for the duration of the call.
