@@ -8,7 +8,9 @@
  *   C  part A in 4 threads at once, each on its own duplicate of MPI_COMM_WORLD
  *      (MPI_THREAD_MULTIPLE), as in the original report.
  *
- * Sizes: 4096 and 4194304 MPI_INT (16 KiB, 16 MiB; --quick: 4096 and 262144).
+ * Sizes: 2048, 4096 and 4194304 MPI_INT (8 KiB, 16 KiB, 16 MiB; --quick: the last
+ * 262144). With rofi's host matching 8 KiB is an eager message sent with a completion
+ * (above the inject size), 16 KiB and up a rendezvous.
  * Each rank sends to its right neighbour and receives from its left one (itself with
  * 1 rank). Part A is what crashes cm in Open MPI 4.1.4 (mca_pml_cm_start builds the
  * new request with the packed byte count as element count: opal_convertor_pack reads
@@ -24,7 +26,7 @@
 #define THREADS 4
 
 static int nsizes;
-static int sizes[2] = {4096, 4194304};
+static int sizes[3] = {2048, 4096, 4194304};
 
 /* idx of round r of size s: distinct payload for every start */
 static long idx_of(int s, int r) { return 16L * s + r; }
@@ -128,9 +130,9 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--parts=", 8) == 0)
             parts = argv[i] + 8;
+    nsizes = 3;
     if (ck.quick)
-        sizes[1] = 262144;
-    nsizes = 2;
+        sizes[nsizes - 1] = 262144;
 
     /* Room for every start of one thread's size in flight at once (ROUNDS), one more
      * for an MTL that holds its own copy while the PML's is still allocated, times

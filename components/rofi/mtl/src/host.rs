@@ -6,24 +6,30 @@
 //! inside the progress lock (arrivals) or alone (posting); nothing that can progress
 //! or call back into the PML runs under it. Such work comes out as [`Action`]s, run
 //! after every lock is released.
+//!
+//! The receiving side (arrivals, matching, reads) is here; the sending side (eager and
+//! Rts messages, the pending sends their events finish) is in [`send`].
+
+mod send;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, MutexGuard};
 
-use mca::convertor::{Convertor, SendBuffer};
-use mca::mtl::{Comm, SendMode, Status};
+use mca::convertor::Convertor;
+use mca::mtl::{Comm, Status};
 use mca::{Error, Result, sys, verbose};
+use rofi_core::host::send::Leg;
 use rofi_core::host::wire::{self, HEADER_LEN, Message};
 use rofi_core::host::{Envelope, Matcher, Order, Pattern, Reorder, Sequencer};
+use send::PendingSend;
 
 use crate::engine::Engine;
 use crate::raw::bounce::Bounces;
-use crate::raw::context::{Event, OpContext, Target};
-use crate::raw::fabric::Mr;
+use crate::raw::context::Event;
 use crate::raw::slot::{self, Slot};
-use crate::raw::{Owned, message, post, procs};
-use crate::request::{HostRecv, Op, Reading, RequestState, post_failed_status};
+use crate::raw::{Owned, message, post};
+use crate::request::{HostRecv, Op, Reading, RequestState};
 use crate::stats::{Counter, bump};
 
 /// Untagged receive buffers kept posted.
@@ -90,30 +96,6 @@ impl Arrived {
     }
 }
 
-/// Who waits for a send's Ack or Fin.
-#[derive(Debug)]
-enum Waiter {
-    /// A blocking send on its caller's stack: 0 pending, 1 done, 2 failed.
-    Local(Arc<AtomicU8>),
-    /// A nonblocking send's request.
-    Request(usize),
-}
-
-#[derive(Debug)]
-struct PendingSend {
-    /// Events still to come: the completion of a sent (not injected) eager message,
-    /// an Ack, a Fin.
-    legs: u8,
-    failed: bool,
-    /// The registration peers read a large message through, closed when it is dropped.
-    _mr: Option<Mr>,
-    /// The bytes (the user's or a packed copy) until the Fin.
-    _buffer: Option<Owned<SendBuffer>>,
-    /// A sent eager message (header and payload) and its context, until its completion.
-    _message: Option<Owned<(Vec<u8>, Box<OpContext>)>>,
-    waiter: Waiter,
-}
-
 /// Eager and Rts messages are numbered per (communicator id, peer process name).
 type Channel = (u32, u64);
 
@@ -157,6 +139,10 @@ pub enum Action {
         key: u64,
     },
     Complete(usize, Status),
+    /// A detached send ended: drop what it held (its registration, then rofi's copy of
+    /// a buffered send, whose slot of the attached buffer is freed under the PML's
+    /// lock, so not under ours).
+    Release(Owned<PendingSend>),
 }
 
 #[derive(Debug)]
@@ -288,8 +274,8 @@ impl Engine {
                 addr,
                 key,
             } => (env, seq, origin, Delivery::Rts { len, id, addr, key }),
-            Message::Ack { id } => return self.host_leg_done(id, false, true, out),
-            Message::Fin { id, failed } => return self.host_leg_done(id, failed, false, out),
+            Message::Ack { id } => return self.host_leg_done(id, Leg::Ack, false, out),
+            Message::Fin { id, failed } => return self.host_leg_done(id, Leg::Fin, failed, out),
         };
         let channel = (env.cid, origin);
         let mut st = h.state();
@@ -318,57 +304,6 @@ impl Engine {
         if let Some(raw) = st.matcher.arrive(env, || msg.keep()) {
             self.deliver(raw, env, msg, out);
         }
-    }
-
-    /// One of send `id`'s awaited events (completion of its eager message, Ack, Fin).
-    fn host_leg_done(&self, id: u64, failed: bool, ack: bool, out: &mut Vec<Action>) {
-        let mut st = self.host().state();
-        let Some(pending) = st.sends.get_mut(&id) else {
-            bump(Counter::Errors);
-            verbose!(self.stream, 1, "mtl:rofi: host matching: no send {id}");
-            return;
-        };
-        if ack {
-            bump(Counter::AcksReceived);
-        }
-        pending.failed |= failed;
-        pending.legs -= 1;
-        // The provider is done with the eager bytes at their completion (an Ack may come
-        // before it: completions can be reported late).
-        if pending.legs > 0 {
-            if !ack {
-                pending._message = None;
-            }
-            return;
-        }
-        let pending = st.sends.remove(&id).expect("looked up above");
-        drop(st);
-        match pending.waiter {
-            Waiter::Local(flag) => flag.store(1 + u8::from(pending.failed), Ordering::Release),
-            Waiter::Request(raw) => out.push(Action::Complete(
-                raw,
-                Status {
-                    error: if pending.failed {
-                        sys::MPI_ERR_INTERN as i32
-                    } else {
-                        0
-                    },
-                    ..Status::default()
-                },
-            )),
-        }
-    }
-
-    /// The completion of a sent eager message (`Target::HostSend`).
-    pub fn host_sent(&self, id: u64, ev: &Event, out: &mut Vec<Action>) {
-        if let Event::Failed { err, message, .. } = ev {
-            verbose!(
-                self.stream,
-                1,
-                "mtl:rofi: host matching: send failed ({err}): {message}"
-            );
-        }
-        self.host_leg_done(id, matches!(ev, Event::Failed { .. }), false, out);
     }
 
     /// Receive `raw` (already out of the matcher) consumes a message.
@@ -521,6 +456,7 @@ impl Engine {
                     key,
                 } => self.post_read(raw, comm, rank, len, addr, key),
                 Action::Complete(raw, status) => slot::complete(raw, status),
+                Action::Release(pending) => drop(pending),
             }
         }
     }
@@ -544,7 +480,7 @@ impl Engine {
             // The receive's buffer has `len` <= capacity writable bytes, and its request
             // (with the context) stays alive until this read's completion.
             Ok(src) if !ptr.is_null() => {
-                self.retry(|| post::read(self, ptr, len, src, addr, key, ctx))
+                self.retry(|| post::read(&self.fabric, ptr, len, src, addr, key, ctx))
             }
             _ => -(fabric_sys::FI_EINVAL as isize),
         };
@@ -672,128 +608,5 @@ impl Engine {
                 ..Status::default()
             },
         );
-    }
-
-    /// MPI_Send (`request` None, returns when done) and MPI_Isend.
-    pub fn host_send(
-        &self,
-        comm: Comm,
-        dest: i32,
-        tag: i32,
-        convertor: &mut Convertor,
-        mode: SendMode,
-        request: Option<Slot>,
-    ) -> Result<()> {
-        let h = self.host();
-        let to = self.dest_addr(comm, dest)?;
-        let buffer = SendBuffer::new(convertor)?;
-        let env = Envelope {
-            cid: comm.context_id(),
-            source: comm.rank() as u32,
-            tag,
-        };
-        let len = buffer.as_slice().len();
-        let sync = mode == SendMode::Synchronous;
-        let id = h.next_id.fetch_add(1, Ordering::Relaxed);
-        let flag = Arc::new(AtomicU8::new(0));
-        if let Some(r) = &request {
-            r.init(Owned(RequestState::new(r.key(), 0, Op::HostSend)));
-        }
-        let waiter = match &request {
-            Some(r) => Waiter::Request(r.key()),
-            None => Waiter::Local(flag.clone()),
-        };
-        let mut pending = PendingSend {
-            legs: 0,
-            failed: false,
-            _mr: None,
-            _buffer: None,
-            _message: None,
-            waiter,
-        };
-        // What to post: bytes to inject, or a message sent with a completion.
-        let mut inject = Vec::new();
-        let mut sent: Option<(*const u8, usize, *mut OpContext)> = None;
-        let mut st = h.state();
-        let me = procs::own_name();
-        let seq = (
-            st.sequencer.next((env.cid, procs::name(comm.peer(dest)))),
-            me,
-        );
-        if len <= h.eager_max {
-            let mut msg = Vec::with_capacity(HEADER_LEN + len);
-            wire::encode_eager(env, seq, sync.then_some(id), buffer.as_slice(), &mut msg);
-            pending.legs += u8::from(sync);
-            if msg.len() <= h.inject_size {
-                inject = msg;
-            } else {
-                // Sent from a copy that lives in the pending send until its completion.
-                pending.legs += 1;
-                let mut ctx = Box::new(OpContext::new(Target::HostSend(id)));
-                sent = Some((msg.as_ptr(), msg.len(), ctx.as_ptr()));
-                pending._message = Some(Owned((msg, ctx)));
-            }
-        } else {
-            // The bytes stay valid while the registration exists: both live in the
-            // pending send, dropped together when the Fin arrives.
-            let mr = post::register(self, &buffer, id).map_err(|e| {
-                bump(Counter::Errors);
-                verbose!(self.stream, 1, "mtl:rofi: host matching: {e}");
-                Error::ERROR
-            })?;
-            // Offset 0 of the registration (see `Fabric::register`).
-            inject = wire::encode_rts(env, seq, len as u64, id, 0, mr.key).to_vec();
-            pending.legs += 1;
-            pending._mr = Some(mr);
-            pending._buffer = Some(Owned(buffer));
-        }
-        let waits = pending.legs > 0;
-        if waits {
-            st.sends.insert(id, pending);
-        }
-        drop(st);
-        let rc = match sent {
-            Some((ptr, n, ctx)) => {
-                bump(Counter::Sends);
-                // The message and its context are kept by the pending send until the
-                // completion.
-                self.retry(|| post::host_send(self, ptr, n, to, ctx))
-            }
-            None => {
-                bump(Counter::Injects);
-                self.retry(|| self.fabric.inject(0, &inject, to))
-            }
-        };
-        if rc < 0 {
-            h.state().sends.remove(&id);
-            verbose!(
-                self.stream,
-                1,
-                "mtl:rofi: host matching: send to rank {dest} failed: {}",
-                crate::raw::fabric::strerror(rc)
-            );
-            return match request {
-                Some(r) => {
-                    slot::complete(r.key(), post_failed_status());
-                    Ok(())
-                }
-                None => Err(Error::ERROR),
-            };
-        }
-        match request {
-            Some(r) if !waits => slot::complete(r.key(), Status::default()),
-            Some(_) => {}
-            None if !waits => {}
-            None => loop {
-                match flag.load(Ordering::Acquire) {
-                    0 => {
-                        self.progress();
-                    }
-                    1 => break,
-                    _ => return Err(Error::ERROR),
-                }
-            },
-        }
-        Ok(())
     }
 }

@@ -169,8 +169,9 @@ pub fn register(reg: &mut Registrar) {
          previous start is complete it packs the byte count as element count (4x a MPI_INT \
          buffer: crash, MPI_ERR_BUFFER or an oversized message), after it, it resends the \
          previous start's data. Costs one copy per start, held in the attached buffer (on \
-         the heap when it has no room beside the PML's own) until the provider is done. \
-         With host matching only the data is refreshed. false: cm's behaviour",
+         the heap when it has no room beside the PML's own) until the provider is done \
+         (with host matching: the eager message's completion, or the receiver's read of \
+         a large one). false: cm's behaviour",
     );
     let enable_sep = reg.bool(
         "enable_sep",

@@ -73,7 +73,7 @@ impl Engine {
             )
         });
         bump(Counter::Recvs);
-        let rc = self.retry(|| post::recv(self, c, ptr, capacity, &m, ctx, 0));
+        let rc = self.retry(|| post::recv(&self.fabric, c, ptr, capacity, &m, ctx, 0));
         if rc < 0 {
             verbose!(
                 self.stream,
@@ -97,8 +97,8 @@ impl Engine {
         flags: u64,
     ) -> Result<Event> {
         bump(Counter::Probes);
-        let rc =
-            self.retry(|| post::recv(self, c, std::ptr::null_mut(), 0, m, ctx.as_ptr(), flags));
+        let f = &self.fabric;
+        let rc = self.retry(|| post::recv(f, c, std::ptr::null_mut(), 0, m, ctx.as_ptr(), flags));
         if rc < 0 {
             return Err(Error::ERROR);
         }
@@ -232,8 +232,8 @@ impl Engine {
             src: ADDR_ANY,
         };
         bump(Counter::Recvs);
-        let rc =
-            self.retry(|| post::recv(self, c, ptr, capacity, &m, ctx_ptr, fabric_sys::FI_CLAIM));
+        let f = &self.fabric;
+        let rc = self.retry(|| post::recv(f, c, ptr, capacity, &m, ctx_ptr, fabric_sys::FI_CLAIM));
         if rc < 0 {
             slot::complete(raw, post_failed_status());
         }

@@ -108,7 +108,7 @@ impl Engine {
         ctx: *mut OpContext,
     ) -> std::result::Result<(), OpError> {
         if let Some(a) = plan.ack_recv {
-            let rc = self.retry(|| post::ack_recv(self, c, from, a.match_bits, ctx));
+            let rc = self.retry(|| post::ack_recv(&self.fabric, c, from, a.match_bits, ctx));
             if rc < 0 {
                 return Err(OpError::Other(rc.unsigned_abs() as i32));
             }
@@ -127,10 +127,10 @@ impl Engine {
     ) -> std::result::Result<(), OpError> {
         let rc = if plan.inject {
             bump(Counter::Injects);
-            self.retry(|| post::inject(self, c, bytes, addr, plan))
+            self.retry(|| post::inject(&self.fabric, c, bytes, addr, plan))
         } else {
             bump(Counter::Sends);
-            self.retry(|| post::data(self, c, bytes, addr, plan, ctx))
+            self.retry(|| post::data(&self.fabric, c, bytes, addr, plan, ctx))
         };
         if rc < 0 {
             return Err(OpError::Other(rc.unsigned_abs() as i32));
@@ -212,13 +212,14 @@ impl Engine {
             && let Some(user) =
                 bsend::persistent_bsend(request.key(), comm.as_ptr(), dest, tag, convertor.as_ptr())
         {
-            if self.host.is_none()
-                && let Some(copy) = user.copy()
-            {
-                return self.isend_detached(comm, dest, tag, copy, request);
+            if let Some(copy) = user.copy() {
+                return if self.host.is_some() {
+                    self.host_isend_detached(comm, dest, tag, copy, request)
+                } else {
+                    self.isend_detached(comm, dest, tag, copy, request)
+                };
             }
-            // Host matching (whose sends complete on their own terms, `crate::host`), or
-            // the copy could not be packed: at least send this start's data, not a
+            // The copy could not be packed: at least send this start's data, not a
             // previous start's.
             if !user.refresh_packed() {
                 verbose!(

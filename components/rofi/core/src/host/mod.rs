@@ -20,7 +20,8 @@
 //!
 //! Eager messages are injected when they fit the inject size and sent with a
 //! completion up to the receive buffers' size otherwise; the sender's buffer is then
-//! held until that completion. Eager and Rts messages carry a sequence number per
+//! held until that completion ([`send`]: the path of a message and the events its
+//! sender waits for). Eager and Rts messages carry a sequence number per
 //! sender, communicator and receiver ([`Reorder`]), so a provider that completes a
 //! large eager message after a later small one cannot reorder MPI matching.
 //!
@@ -31,6 +32,7 @@
 
 mod matcher;
 mod reorder;
+pub mod send;
 pub mod wire;
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 use seeded_rng::Rng;
 
+use super::send::{Leg, Legs, Path, Step};
 use super::wire::{self, DecodeError, HEADER_LEN, Message};
 use super::{ANY, Envelope, Matcher, Order, Pattern, Reorder, Sequencer};
 
@@ -309,4 +310,65 @@ fn numbers_behind_are_stale_and_ahead_early_across_the_wrap() {
     assert_eq!(r.order(0, 1 << 31), Order::Stale);
     assert_eq!(r.handled(0), None);
     assert_eq!(r.order(0, 0), Order::Next);
+}
+
+#[test]
+fn messages_take_the_path_their_size_fits() {
+    // shm: 4096-byte inject size, 16 KiB receive buffers.
+    let (eager_max, inject) = (16384 - HEADER_LEN, 4096);
+    assert_eq!(Path::of(0, eager_max, inject), Path::Inject);
+    assert_eq!(
+        Path::of(inject - HEADER_LEN, eager_max, inject),
+        Path::Inject
+    );
+    assert_eq!(
+        Path::of(inject - HEADER_LEN + 1, eager_max, inject),
+        Path::Sent
+    );
+    assert_eq!(Path::of(eager_max, eager_max, inject), Path::Sent);
+    assert_eq!(Path::of(eager_max + 1, eager_max, inject), Path::Rendezvous);
+    // Receive buffers no larger than the inject size: nothing is sent with a completion.
+    assert_eq!(Path::of(100, 100, 100 + HEADER_LEN), Path::Inject);
+    assert_eq!(Path::of(101, 100, 100 + HEADER_LEN), Path::Rendezvous);
+}
+
+#[test]
+fn a_send_ends_when_every_awaited_event_came() {
+    // Injected, not synchronous: nothing to wait for.
+    assert!(!Legs::new(Path::Inject, false).waits());
+    // Injected synchronous: the Ack.
+    let mut l = Legs::new(Path::Inject, true);
+    assert_eq!(l.on(Leg::Completion, false), Step::Unexpected);
+    assert_eq!(l.on(Leg::Ack, false), Step::Done { failed: false });
+    assert!(!l.waits());
+    assert_eq!(l.on(Leg::Ack, false), Step::Unexpected);
+    // Sent synchronous: completion and Ack in either order; the message is done at
+    // its completion, and a failure sticks.
+    let mut l = Legs::new(Path::Sent, true);
+    assert_eq!(
+        l.on(Leg::Ack, false),
+        Step::Wait {
+            message_done: false
+        }
+    );
+    assert_eq!(l.on(Leg::Completion, true), Step::Done { failed: true });
+    let mut l = Legs::new(Path::Sent, true);
+    assert_eq!(
+        l.on(Leg::Completion, true),
+        Step::Wait { message_done: true }
+    );
+    assert_eq!(l.on(Leg::Ack, false), Step::Done { failed: true });
+    // Sent, not synchronous (a detached buffered send): its completion alone.
+    let mut l = Legs::new(Path::Sent, false);
+    assert_eq!(l.on(Leg::Ack, false), Step::Unexpected);
+    assert_eq!(l.on(Leg::Completion, false), Step::Done { failed: false });
+    // Rendezvous, synchronous or not: the Fin, which doubles as the Ack.
+    for sync in [false, true] {
+        let mut l = Legs::new(Path::Rendezvous, sync);
+        assert_eq!(l.on(Leg::Ack, false), Step::Unexpected);
+        assert_eq!(l.on(Leg::Completion, false), Step::Unexpected);
+        assert!(l.waits());
+        assert_eq!(l.on(Leg::Fin, sync), Step::Done { failed: sync });
+        assert_eq!(l.on(Leg::Fin, false), Step::Unexpected);
+    }
 }

@@ -190,7 +190,9 @@ impl UserData {
 }
 
 /// A buffered send's bytes, owned by rofi until the provider's completion (the
-/// request was completed when it was posted).
+/// request was completed when it was posted). With host matching the box is held by
+/// the pending send instead (`crate::host`: eager completion or rendezvous Fin) and its
+/// context goes unused.
 #[derive(Debug)]
 pub struct BsendCopy {
     ctx: OpContext,
@@ -203,6 +205,15 @@ pub struct BsendCopy {
 impl BsendCopy {
     pub fn bytes(&self) -> (*const u8, usize) {
         (self.ptr, self.len)
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr` is `len` bytes this copy owns (a slot of the attached buffer or
+        // `heap`), all written by the pack in `UserData::copy`, and only read from then.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// Posts the copy with `post` (given its bytes and context): on success the

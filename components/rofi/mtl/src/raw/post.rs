@@ -2,11 +2,14 @@
 //!
 //! Callers guarantee (and say so where they call): the bytes stay valid and the context
 //! alive and unmoved until its completion has been handled.
+//!
+//! Everything here takes the [`Fabric`] alone, so `raw` does not depend on the engine
+//! that calls it.
 
 use rofi_core::sync::SendPlan;
 
 use super::context::OpContext;
-use crate::engine::Engine;
+use super::fabric::{Fabric, Mr};
 
 /// `(match, ignore, source address)` of a posted receive or probe.
 #[derive(Debug, Clone, Copy)]
@@ -17,7 +20,7 @@ pub struct Matching {
 }
 
 pub fn recv(
-    e: &Engine,
+    f: &Fabric,
     c: u32,
     buf: *mut u8,
     len: usize,
@@ -26,22 +29,16 @@ pub fn recv(
     flags: u64,
 ) -> isize {
     // SAFETY: module contract (buffer and context outlive the operation).
-    unsafe {
-        e.fabric
-            .trecv(c, buf, len, m.src, m.bits, m.ignore, ctx, flags)
-    }
+    unsafe { f.trecv(c, buf, len, m.src, m.bits, m.ignore, ctx, flags) }
 }
 
-pub fn ack_recv(e: &Engine, c: u32, addr: u64, bits: u64, ctx: *mut OpContext) -> isize {
+pub fn ack_recv(f: &Fabric, c: u32, addr: u64, bits: u64, ctx: *mut OpContext) -> isize {
     // SAFETY: zero-byte receive (no buffer); module contract for the context.
-    unsafe {
-        e.fabric
-            .trecv(c, std::ptr::null_mut(), 0, addr, bits, 0, ctx, 0)
-    }
+    unsafe { f.trecv(c, std::ptr::null_mut(), 0, addr, bits, 0, ctx, 0) }
 }
 
 pub fn data(
-    e: &Engine,
+    f: &Fabric,
     c: u32,
     bytes: (*const u8, usize),
     addr: u64,
@@ -49,27 +46,24 @@ pub fn data(
     ctx: *mut OpContext,
 ) -> isize {
     // SAFETY: module contract (the bytes are read until the data completion).
-    unsafe {
-        e.fabric
-            .tsend(c, bytes.0, bytes.1, addr, plan.bits, plan.cq_data, ctx)
-    }
+    unsafe { f.tsend(c, bytes.0, bytes.1, addr, plan.bits, plan.cq_data, ctx) }
 }
 
-pub fn inject(e: &Engine, c: u32, bytes: (*const u8, usize), addr: u64, plan: &SendPlan) -> isize {
+pub fn inject(f: &Fabric, c: u32, bytes: (*const u8, usize), addr: u64, plan: &SendPlan) -> isize {
     let slice = if bytes.1 == 0 {
         &[][..]
     } else {
         // SAFETY: the caller's SendBuffer holds these bytes for the duration of the call.
         unsafe { std::slice::from_raw_parts(bytes.0, bytes.1) }
     };
-    e.fabric.tinject(c, slice, addr, plan.bits, plan.cq_data)
+    f.tinject(c, slice, addr, plan.bits, plan.cq_data)
 }
 
 /// Host matching: reads `len` bytes of a peer's registration (`key`, offset `remote`)
 /// into `buf`.
 #[allow(clippy::too_many_arguments)]
 pub fn read(
-    e: &Engine,
+    f: &Fabric,
     buf: *mut u8,
     len: usize,
     src: u64,
@@ -78,23 +72,20 @@ pub fn read(
     ctx: *mut OpContext,
 ) -> isize {
     // SAFETY: module contract (the buffer is written until the read completes).
-    unsafe { e.fabric.read(0, buf, len, src, remote, key, ctx) }
+    unsafe { f.read(0, buf, len, src, remote, key, ctx) }
 }
 
-/// Host matching: registers a send's bytes for peers to read. The caller keeps the
-/// buffer alive as long as the registration (both sit in one pending send).
-pub fn register(
-    e: &Engine,
-    buffer: &mca::convertor::SendBuffer,
-    key: u64,
-) -> Result<super::fabric::Mr, String> {
-    let bytes = buffer.as_slice();
+/// Host matching: registers `bytes` (address and length: a packed send buffer, or
+/// rofi's own copy of a buffered send) for peers to read. The caller keeps the bytes
+/// alive and unmoved as long as the registration (both sit in one pending send, the
+/// registration dropped first).
+pub fn register(f: &Fabric, bytes: (*const u8, usize), key: u64) -> Result<Mr, String> {
     // SAFETY: module contract (the bytes outlive the registration).
-    unsafe { e.fabric.register(bytes.as_ptr(), bytes.len(), key) }
+    unsafe { f.register(bytes.0, bytes.1, key) }
 }
 
 /// Host matching: sends `len` bytes at `buf` untagged, with a completion for `ctx`.
-pub fn host_send(e: &Engine, buf: *const u8, len: usize, dest: u64, ctx: *mut OpContext) -> isize {
+pub fn host_send(f: &Fabric, buf: *const u8, len: usize, dest: u64, ctx: *mut OpContext) -> isize {
     // SAFETY: module contract (the bytes and the context live until the completion).
-    unsafe { e.fabric.send(0, buf, len, dest, ctx) }
+    unsafe { f.send(0, buf, len, dest, ctx) }
 }
