@@ -342,8 +342,16 @@ fn rusnic_opens_a_module_only_when_named_or_opted_in() {
     let cases: [(&str, &[(&str, &str)], bool); 4] = [
         ("default", &[("pml", "ob1")], false),
         ("exclude-list", &[("pml", "ob1"), ("btl", "^tcp")], false),
-        ("opted-in", &[("pml", "ob1"), ("btl_rusnic_auto_select", "1")], true),
-        ("named", &[("pml", "ob1"), ("btl", "self,vader,rusnic")], true),
+        (
+            "opted-in",
+            &[("pml", "ob1"), ("btl_rusnic_auto_select", "1")],
+            true,
+        ),
+        (
+            "named",
+            &[("pml", "ob1"), ("btl", "self,vader,rusnic")],
+            true,
+        ),
     ];
     for (name, params, opens) in cases {
         let config = McaConfig::new(name, params).with("btl_base_verbose", "100");
