@@ -445,6 +445,19 @@ fn connect_accept_between_spawned_jobs_uses_rsmcuda() {
     assert_nothing_left(&out);
 }
 
+/// Two spawned jobs that never connected, joined by MPI_Intercomm_create through their
+/// parent: Open MPI leaves their locality unknown (not local), so rsmcuda reads it from
+/// the contacts (same node) and meets them. Before, with rsmcuda alone, the job stopped
+/// with "unable to reach each other" (and hung there).
+#[test]
+fn intercomm_create_between_jobs_that_never_connected_uses_rsmcuda() {
+    let out = spawn_job(&rsmcuda(), 1, "bridge", 60);
+    out.assert_passed();
+    // parent-A, parent-B, A-B
+    assert_eq!(pairs_created(&out), 3, "{}", out.report());
+    assert_nothing_left(&out);
+}
+
 /// Children with other fragment sizes cannot share a segment with the parent: both
 /// sides see it from the contacts and leave each other unreachable at once (no wait).
 /// With tcp the job passes over tcp; with rsmcuda alone Open MPI says the processes

@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-const MAGIC: u32 = 0x7273_6d32; // "rsm2"
-const FIXED: usize = 4 + 4 + 8 + 8 + 4 + 4 + 2;
+const MAGIC: u32 = 0x7273_6d33; // "rsm3"
+const FIXED: usize = 4 + 4 + 8 + 8 + 4 + 4 + 8 + 2;
 const MAX_NAME: usize = 255;
 
 /// One rank's modex blob.
@@ -21,6 +21,10 @@ pub struct Contact {
     /// CUDA IPC is active in this rank. Registration handles change size with it, so it
     /// is used only when every rank of the segment has it.
     pub cuda_ipc: bool,
+    /// The node's key (`rsmcuda_shm::node_key` of its host name): Open MPI does not know
+    /// the locality of every process of another job (MPI_Intercomm_create between jobs
+    /// that never connected), this does.
+    pub node: u64,
     /// `/rsmcuda-...`: the name this rank creates the segment under if it leads.
     pub segment: String,
 }
@@ -61,6 +65,7 @@ impl Contact {
         out.extend_from_slice(&self.max.to_le_bytes());
         out.extend_from_slice(&self.numa_node.map_or(-1, |n| n as i32).to_le_bytes());
         out.extend_from_slice(&u32::from(self.cuda_ipc).to_le_bytes());
+        out.extend_from_slice(&self.node.to_le_bytes());
         out.extend_from_slice(&(name.len() as u16).to_le_bytes());
         out.extend_from_slice(name);
         out
@@ -75,9 +80,10 @@ impl Contact {
             return Err(BadContact::WrongMagic(word(0)));
         }
         let long = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
-        let node = i32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes"));
+        let numa = i32::from_le_bytes(bytes[24..28].try_into().expect("4 bytes"));
         let cuda_ipc = word(28) != 0;
-        let declared = usize::from(u16::from_le_bytes([bytes[32], bytes[33]]));
+        let node = long(32);
+        let declared = usize::from(u16::from_le_bytes([bytes[40], bytes[41]]));
         let present = bytes.len() - FIXED;
         if declared != present || declared > MAX_NAME {
             return Err(BadContact::NameLength { declared, present });
@@ -89,8 +95,9 @@ impl Contact {
             pid: word(4),
             eager: long(8),
             max: long(16),
-            numa_node: u32::try_from(node).ok(),
+            numa_node: u32::try_from(numa).ok(),
             cuda_ipc,
+            node,
             segment,
         })
     }
@@ -108,6 +115,7 @@ mod tests {
             max: 32768,
             numa_node: Some(1),
             cuda_ipc: true,
+            node: 0x1234_5678_9abc_def0,
             segment: "/rsmcuda-1a2b-4242-00ff".into(),
         };
         let bytes = c.encode();

@@ -130,22 +130,38 @@ impl Module {
 
     /// Decides every local peer of `procs` not decided yet: the job's segment at the
     /// first add_procs with same-job peers, a pair segment for each process of another
-    /// job, unreachable otherwise.
+    /// job, unreachable otherwise. A process of another job that Open MPI does not flag
+    /// local (MPI_Intercomm_create between jobs that never connected leaves their
+    /// locality unknown) is local if its contact names this node.
     fn decide(btl: &Btl<Module>, state: &mut Setup, procs: &[Proc]) {
-        let fresh: Vec<Proc> = procs
+        let me = mca::proc::my_name_hash();
+        let asked: Vec<Proc> = procs
             .iter()
-            .filter(|p| p.is_local() && !p.is_me() && !state.peers.contains_key(&p.name_hash()))
+            .filter(|p| {
+                !p.is_me()
+                    && (p.is_local() || p.jobid_vpid().0 != rendezvous::jobid(me))
+                    && !state.peers.contains_key(&p.name_hash())
+            })
             .copied()
             .collect();
-        if fresh.is_empty() {
+        if asked.is_empty() {
             return;
         }
         let limits = (btl.eager_limit(), btl.max_send_size());
-        let me = mca::proc::my_name_hash();
-        let contacts: HashMap<u64, Contact> = setup::local_contacts(component(), &fresh)
-            .into_iter()
-            .filter_map(|(p, c)| Some((p.name_hash(), c?)))
-            .collect();
+        let here = setup::my_node_key();
+        let mut contacts: HashMap<u64, Contact> = HashMap::new();
+        let mut fresh: Vec<Proc> = Vec::new();
+        for (p, c) in setup::contacts(component(), &asked) {
+            if p.is_local() || c.as_ref().is_some_and(|c| c.node == here) {
+                fresh.push(p);
+                if let Some(c) = c {
+                    contacts.insert(p.name_hash(), c);
+                }
+            } else {
+                // On another node: never ours.
+                state.peers.insert(p.name_hash(), None);
+            }
+        }
         let candidates: Vec<Candidate> = fresh
             .iter()
             .map(|p| Candidate {
@@ -227,7 +243,7 @@ impl BtlModule for Module {
         Ok(procs
             .iter()
             .map(|p| {
-                if p.is_me() || !p.is_local() {
+                if p.is_me() {
                     return None;
                 }
                 let (node, rank) = (*state.peers.get(&p.name_hash())?)?;

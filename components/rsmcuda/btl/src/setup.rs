@@ -32,8 +32,14 @@ pub fn my_contact(limits: (usize, usize)) -> Result<Contact, String> {
         max: limits.1 as u64,
         numa_node: crate::numa::my_node(),
         cuda_ipc: crate::cuda::probed(),
+        node: my_node_key(),
         segment: name.as_str().to_owned(),
     })
+}
+
+/// This node's key, as published in contacts.
+pub fn my_node_key() -> u64 {
+    rsmcuda_shm::node_key(&node_name())
 }
 
 /// This node's name (hashed into segment names).
@@ -56,16 +62,16 @@ pub struct Joined {
     pub all_cuda_ipc: bool,
 }
 
-/// Every local peer among `procs` other than this process, with its contact if it
-/// published a usable one (a malformed one is reported and counts as none).
-pub fn local_contacts(
+/// Every process of `procs`, with its contact if it published a usable one (a
+/// malformed one is reported and counts as none; a local one without one is named at
+/// verbose 1).
+pub fn contacts(
     component: *const mca::sys::mca_base_component_t,
     procs: &[Proc],
 ) -> Vec<(Proc, Option<Contact>)> {
     let stream = crate::stream();
     procs
         .iter()
-        .filter(|p| p.is_local() && !p.is_me())
         .map(|proc_| {
             // SAFETY: our exported component structure.
             let contact = match unsafe { proc_.modex_recv(component) } {
@@ -82,6 +88,7 @@ pub fn local_contacts(
                         None
                     }
                 },
+                Err(_) if !proc_.is_local() => None,
                 Err(_) => {
                     let (jobid, vpid) = proc_.jobid_vpid();
                     verbose!(

@@ -41,6 +41,6 @@ pub use layout::{
     MAX_FIFO_SIZE, MAX_FRAG_COUNT, MAX_FRAG_PAYLOAD, MAX_RANKS, MAX_SEGMENT_BYTES, MIN_FBOX_BYTES,
     PoolKind,
 };
-pub use name::SegmentName;
+pub use name::{SegmentName, node_key};
 pub use repr::{LAYOUT_VERSION, MAGIC};
 pub use segment::{AbandonOutcome, Backing, Locator, Retry, Segment};

@@ -16,6 +16,12 @@ pub struct SegmentName {
     cname: CString,
 }
 
+/// The key of a node's name in segment names (FNV-1a of the name): processes whose
+/// keys differ are on different nodes.
+pub fn node_key(node: &str) -> u64 {
+    fnv1a64(node)
+}
+
 fn fnv1a64(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
