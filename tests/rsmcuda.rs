@@ -43,6 +43,7 @@ fn ompi_info_documents_every_parameter() {
     assert_every_parameter_has_help(&text, "btl_rsmcuda_");
     for name in [
         "verbose",
+        "auto_select",
         "fifo_size",
         "free_list_eager",
         "free_list_max",
@@ -508,4 +509,36 @@ fn aborted_and_killed_dynamic_jobs_leave_nothing() {
     );
     assert_eq!(pairs_created(&out), 3, "{}", out.report());
     assert_nothing_left(&out);
+}
+
+/// An installed rsmcuda stays out of jobs that do not ask for it: with no btl list, or
+/// an exclude list like Debian's, its init returns no module (ob1 used to progress an
+/// idle rsmcuda module beside vader in every default job); named, or with
+/// btl_rsmcuda_auto_select, it opens one.
+#[test]
+fn rsmcuda_opens_a_module_only_when_named_or_opted_in() {
+    let cases: [(&str, &[(&str, &str)], bool); 4] = [
+        ("default", &[("pml", "ob1")], false),
+        ("exclude-list", &[("pml", "ob1"), ("btl", "^tcp")], false),
+        (
+            "opted-in",
+            &[("pml", "ob1"), ("btl_rsmcuda_auto_select", "1")],
+            true,
+        ),
+        ("named", &[("pml", "ob1"), ("btl", "self,rsmcuda")], true),
+    ];
+    for (name, params, opens) in cases {
+        let config = McaConfig::new(name, params).with("btl_base_verbose", "100");
+        let out = Job::new(&config, 2, program("p2p_sizes"))
+            .args(&["--quick"])
+            .timeout(Duration::from_secs(120))
+            .run();
+        out.assert_passed();
+        let log = format!("{}{}", out.stdout, out.stderr);
+        let expected = if opens { "success" } else { "failure" };
+        let inits = log
+            .matches(&format!("init of component rsmcuda returned {expected}"))
+            .count();
+        assert_eq!(inits, 2, "{name}: {}", out.report());
+    }
 }

@@ -75,6 +75,20 @@ impl BtlComponent for Rsmcuda {
 
     fn init(_progress_threads: bool, _mpi_threads: bool) -> Result<Vec<Module>> {
         let stream = stream();
+        // Installed beside vader, rsmcuda stays out of jobs that did not ask for it: a
+        // module that reaches peers is progressed by ob1 even while vader carries all
+        // the traffic.
+        if mca::selection::selection_of("btl", "rsmcuda") != mca::selection::Selection::Named
+            && !params::get().auto_select.enabled()
+        {
+            verbose!(
+                stream,
+                1,
+                "btl:rsmcuda: not named in the btl list and btl_rsmcuda_auto_select is off: \
+                 no module"
+            );
+            return Ok(Vec::new());
+        }
         let Some(limits) = mca::btl::effective_limits::<Rsmcuda>() else {
             return Ok(Vec::new());
         };

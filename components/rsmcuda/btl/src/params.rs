@@ -9,6 +9,7 @@ use mca::params::{Level, Param, Registrar};
 /// Every tunable of rsmcuda besides the generic BTL ones.
 pub struct Params {
     pub verbose: Param<i32>,
+    pub auto_select: Param<bool>,
     pub fifo_size: Param<i32>,
     pub eager_frags: Param<i32>,
     pub max_frags: Param<i32>,
@@ -49,6 +50,14 @@ pub fn register(reg: &mut Registrar) -> Result<()> {
             0..=100,
             Level::DEV_BASIC,
             "Verbosity of the rsmcuda BTL (1: setup decisions, 10: every fragment)",
+        ),
+        auto_select: reg.bool(
+            "auto_select",
+            false,
+            Level::USER_BASIC,
+            "Open a module in jobs whose btl list does not name rsmcuda (no list, or an \
+             exclude list such as Debian's ^uct,openib,ofi). Off by default: an installed \
+             rsmcuda then leaves every job that does not ask for it exactly as it was",
         ),
         fifo_size: reg.int(
             "fifo_size",
