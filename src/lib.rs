@@ -515,6 +515,89 @@ pub fn assert_every_parameter_has_help(ompi_info: &str, prefix: &str) -> usize {
     blocks.len()
 }
 
+/// One bad value of a parameter and what its report must say: `ompi_info` run with
+/// `OMPI_MCA_<parameter>=<value>` must print the component's one "cannot use"
+/// message, and it must contain `expect` (the parameter, the value and what is allowed).
+#[derive(Debug, Clone)]
+pub struct BadValue {
+    pub parameter: String,
+    pub value: String,
+    pub expect: String,
+}
+
+/// A [`BadValue`] row whose report contains `expect`.
+pub fn bad(parameter: &str, value: &str, expect: &str) -> BadValue {
+    BadValue {
+        parameter: parameter.to_owned(),
+        value: value.to_owned(),
+        expect: expect.to_owned(),
+    }
+}
+
+/// A number outside its range, e.g. `out_of_range("btl_x_verbose", "101", "0 and 100")`.
+pub fn out_of_range(parameter: &str, value: &str, between: &str) -> BadValue {
+    let expect = format!("{parameter} = {value} is out of range: it must be between {between}");
+    bad(parameter, value, &expect)
+}
+
+/// Text where a number is needed (or one beyond 64 bits: `why` = "too large").
+pub fn not_a_number(parameter: &str, value: &str, why: &str, between: &str) -> BadValue {
+    let expect = format!("{parameter} = \"{value}\" is {why}: it must be between {between}");
+    bad(parameter, value, &expect)
+}
+
+/// A boolean parameter given something else.
+pub fn not_a_boolean(parameter: &str, value: &str) -> BadValue {
+    let expect = format!("{parameter} = \"{value}\" is not a boolean: it must be one of 1, 0");
+    bad(parameter, value, &expect)
+}
+
+/// An enumerated parameter given a word it does not list (`listed`: "none, cma").
+pub fn not_one_of(parameter: &str, value: &str, listed: &str) -> BadValue {
+    let expect = format!("{parameter} = \"{value}\" is not one of: {listed}");
+    bad(parameter, value, &expect)
+}
+
+/// Checks every row with its own `ompi_info --param <framework> <component>` (register
+/// runs there as in a job; a few rows at a time) and panics listing every row whose
+/// report is missing, repeated or says something else.
+pub fn assert_bad_values_reported(framework: &str, component: &str, rows: &[BadValue]) {
+    let headline = format!("The {framework}_{component} component was given MCA parameter values");
+    let check = |row: &BadValue| -> Option<String> {
+        let out = Command::new("ompi_info")
+            .args(["--param", framework, component, "--level", "9"])
+            .env("OMPI_MCA_mca_base_component_path", component_path())
+            .env(format!("OMPI_MCA_{}", row.parameter), &row.value)
+            .output()
+            .expect("run ompi_info");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let reports = all.matches(&headline).count();
+        (reports != 1 || !all.contains(&row.expect)).then(|| {
+            let ours = all.split(&headline).nth(1).unwrap_or("").lines().take(8);
+            format!(
+                "{}={}: {reports} reports, expected one containing {:?}; got:\n{}",
+                row.parameter,
+                row.value,
+                row.expect,
+                ours.collect::<Vec<_>>().join("\n")
+            )
+        })
+    };
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        rows.chunks(rows.len().div_ceil(4).max(1))
+            .map(|chunk| scope.spawn(move || chunk.iter().filter_map(check).collect::<Vec<_>>()))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .flat_map(|h| h.join().expect("ompi_info runner"))
+            .collect()
+    });
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 /// The dynamic symbols a built component in build/mca defines (`nm -D --defined-only`).
 pub fn exported_symbols(file: &str) -> Vec<String> {
     let so = component_build_dir().join(file);

@@ -10,8 +10,9 @@
 use std::time::Duration;
 
 use mca_harness::{
-    Job, JobOutput, McaConfig, assert_every_parameter_has_help, conformance_suite,
-    exported_symbols, ompi_info_params, program,
+    Job, JobOutput, McaConfig, assert_bad_values_reported, assert_every_parameter_has_help,
+    conformance_suite, exported_symbols, not_a_boolean, not_a_number, not_one_of, ompi_info_params,
+    out_of_range, program,
 };
 
 /// rofi with its default provider choice (tcp;ofi_rxm on this machine).
@@ -230,6 +231,62 @@ fn include_and_exclude_together_are_refused_clearly() {
         log.contains("mutually exclusive")
             && log.contains("mtl_rofi_provider_include")
             && log.contains("mtl_rofi_provider_exclude"),
+        "{}",
+        out.report()
+    );
+}
+
+/// Every parameter with a range or a set refuses a bad value with one message naming
+/// it, the value given and what is allowed (ompi_info).
+#[test]
+fn every_bad_parameter_value_is_reported() {
+    let rows = [
+        out_of_range("mtl_rofi_priority", "-1", "0 and 100"),
+        not_a_number("mtl_rofi_priority", "high", "not a number", "0 and 100"),
+        not_a_boolean("mtl_rofi_auto_select", "maybe"),
+        out_of_range("mtl_rofi_verbose", "4294967297", "0 and 100"),
+        not_one_of(
+            "mtl_rofi_tag_mode",
+            "ofi_tag_9",
+            "auto, ofi_tag_1, ofi_tag_2, ofi_tag_full",
+        ),
+        out_of_range("mtl_rofi_progress_event_cnt", "0", "1 and 4096"),
+        not_a_boolean("mtl_rofi_rxm_dyn_rbuf", "3"),
+        out_of_range("mtl_rofi_rxm_min_recv", "-1", "0 and 16777216"),
+        not_a_number(
+            "mtl_rofi_rxm_min_recv",
+            "99999999999999999999",
+            "too large",
+            "0 and 16777216",
+        ),
+        not_a_boolean("mtl_rofi_isend_inject", "x"),
+        not_a_boolean("mtl_rofi_bsend_copy", "2"),
+        not_a_boolean("mtl_rofi_enable_sep", "5"),
+        not_a_boolean("mtl_rofi_thread_grouping", "on"),
+        out_of_range("mtl_rofi_num_ctxts", "0", "1 and 4096"),
+        not_one_of("mtl_rofi_host_matching", "sometimes", "auto, always, never"),
+        out_of_range("mtl_rofi_host_eager_size", "2M", "0 and 1048576"),
+    ];
+    assert_bad_values_reported("mtl", "rofi", &rows);
+}
+
+/// A bad value in a job that does not name rofi (it competes through
+/// mtl_rofi_auto_select): rofi says why and steps aside, the job runs on ob1.
+/// (Named in the mtl list, a component that refuses its parameters stops MPI_Init.)
+#[test]
+fn a_bad_value_leaves_the_job_to_the_other_transports() {
+    let config = McaConfig::new("rofi-bad", &[("btl", "^openib,ofi")])
+        .with("mtl_rofi_auto_select", "1")
+        .with("mtl_rofi_tag_mode", "ofi_tag_9");
+    let out = Job::new(&config, 2, program("p2p_sizes"))
+        .args(&["--quick"])
+        .timeout(Duration::from_secs(120))
+        .run();
+    out.assert_passed();
+    assert!(
+        out.stderr.contains(
+            "mtl_rofi_tag_mode = \"ofi_tag_9\" is not one of: auto, ofi_tag_1, ofi_tag_2, ofi_tag_full"
+        ),
         "{}",
         out.report()
     );
@@ -686,7 +743,8 @@ fn selected_pml(out: &JobOutput) -> Vec<String> {
 /// mtl list (priority 25) or mtl_rofi_auto_select brings cm + rofi.
 #[test]
 fn rofi_competes_only_when_named_or_opted_in() {
-    let cases: [(&str, &[(&str, &str)], &str); 3] = [
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 3] = [
         ("default", &[], "ob1"),
         ("named", &[("mtl", "rofi")], "cm"),
         ("opted-in", &[("mtl_rofi_auto_select", "1")], "cm"),

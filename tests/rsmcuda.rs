@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use mca_harness::{
-    Job, JobOutput, McaConfig, assert_every_parameter_has_help, exported_symbols, ompi_info_params,
+    Job, JobOutput, McaConfig, assert_bad_values_reported, assert_every_parameter_has_help, bad,
+    exported_symbols, not_a_boolean, not_a_number, not_one_of, ompi_info_params, out_of_range,
     program,
 };
 
@@ -313,7 +314,88 @@ fn bad_fifo_size_is_refused_with_a_clear_message() {
         !out.succeeded()
             && out
                 .stderr
-                .contains("btl_rsmcuda_fifo_size = 100 must be a power of two"),
+                .contains("btl_rsmcuda_fifo_size = 100 is not a power of two"),
+        "{}",
+        out.report()
+    );
+}
+
+/// Every parameter with a range or a set, the generic BTL ones included, refuses a bad
+/// value with one message naming it, the value given and what is allowed (ompi_info).
+#[test]
+fn every_bad_parameter_value_is_reported() {
+    let rows = [
+        out_of_range("btl_rsmcuda_verbose", "101", "0 and 100"),
+        out_of_range("btl_rsmcuda_verbose", "4294967296", "0 and 100"),
+        not_a_number("btl_rsmcuda_verbose", "abc", "not a number", "0 and 100"),
+        not_a_boolean("btl_rsmcuda_auto_select", "2"),
+        out_of_range("btl_rsmcuda_fifo_size", "1", "2 and 16777216"),
+        bad(
+            "btl_rsmcuda_fifo_size",
+            "3",
+            "btl_rsmcuda_fifo_size = 3 is not a power of two: it must be a power of two between 2 and 16777216",
+        ),
+        out_of_range("btl_rsmcuda_free_list_eager", "0", "1 and 1048576"),
+        out_of_range("btl_rsmcuda_free_list_max", "2M", "1 and 1048576"),
+        out_of_range("btl_rsmcuda_attach_timeout", "9", "10 and 600000"),
+        out_of_range("btl_rsmcuda_poll_batch", "-1", "1 and 65536"),
+        not_one_of("btl_rsmcuda_single_copy", "xpmem", "none, cma"),
+        out_of_range(
+            "btl_rsmcuda_single_copy_threshold",
+            "-1",
+            "0 and 18446744073709551615",
+        ),
+        not_a_boolean("btl_rsmcuda_use_cuda_ipc", "maybe"),
+        not_a_boolean("btl_rsmcuda_use_cuda_ipc_same_gpu", "-1"),
+        not_a_number(
+            "btl_rsmcuda_cuda_ipc_cache_limit",
+            "12x",
+            "not a number",
+            "0 and 18446744073709551615",
+        ),
+        out_of_range("btl_rsmcuda_cuda_event_max", "65537", "1 and 65536"),
+        not_a_boolean("btl_rsmcuda_numa_placement", "on"),
+        // Generic BTL parameters (registered by Open MPI's BTL base): size_t, so the
+        // variable system stored 999999999999 as it is and rsmcuda narrowed it to
+        // 3567587327 in its segment layout, reported as a /dev/shm problem.
+        out_of_range(
+            "btl_rsmcuda_eager_limit",
+            "999999999999",
+            "1 and 1073741824",
+        ),
+        out_of_range("btl_rsmcuda_eager_limit", "0", "1 and 1073741824"),
+        bad(
+            "btl_rsmcuda_eager_limit",
+            "64k",
+            "btl_rsmcuda_eager_limit = 65536 is above btl_rsmcuda_max_send_size = 32768",
+        ),
+        out_of_range("btl_rsmcuda_max_send_size", "-1", "1 and 1073741824"),
+        out_of_range("btl_rsmcuda_rndv_eager_limit", "2G", "0 and 1073741824"),
+        out_of_range("btl_rsmcuda_exclusivity", "-1", "0 and 4294967295"),
+        not_a_number(
+            "btl_rsmcuda_get_limit",
+            "lots",
+            "not a number",
+            "0 and 18446744073709551615",
+        ),
+    ];
+    assert_bad_values_reported("btl", "rsmcuda", &rows);
+}
+
+/// A bad value in a job that does not name rsmcuda in its btl list (it competes through
+/// btl_rsmcuda_auto_select): rsmcuda says why and steps aside, the job runs on without it.
+#[test]
+fn a_bad_value_leaves_the_job_to_the_other_btls() {
+    let config = McaConfig::new("rsmcuda-bad", &[("pml", "ob1"), ("btl", "^openib,ofi")])
+        .with("btl_rsmcuda_auto_select", "1")
+        .with("btl_rsmcuda_eager_limit", "999999999999");
+    let out = run(&config, 2, "p2p_sizes", &["--quick"]);
+    out.assert_passed();
+    assert!(
+        out.stderr.contains(
+            "btl_rsmcuda_eager_limit = 999999999999 is out of range: it must be between 1 and \
+             1073741824"
+        ) && !out.stderr.contains("/dev/shm"),
         "{}",
         out.report()
     );
@@ -517,7 +599,8 @@ fn aborted_and_killed_dynamic_jobs_leave_nothing() {
 /// btl_rsmcuda_auto_select, it opens one.
 #[test]
 fn rsmcuda_opens_a_module_only_when_named_or_opted_in() {
-    let cases: [(&str, &[(&str, &str)], bool); 4] = [
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], bool);
+    let cases: [Case; 4] = [
         ("default", &[("pml", "ob1")], false),
         ("exclude-list", &[("pml", "ob1"), ("btl", "^tcp")], false),
         (

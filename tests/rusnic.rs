@@ -7,8 +7,9 @@
 use std::time::{Duration, Instant};
 
 use mca_harness::{
-    Job, McaConfig, assert_every_parameter_has_help, conformance_suite, exported_symbols,
-    ompi_info_params, program,
+    Job, McaConfig, assert_bad_values_reported, assert_every_parameter_has_help, bad,
+    conformance_suite, exported_symbols, not_a_boolean, not_a_number, not_one_of, ompi_info_params,
+    out_of_range, program,
 };
 
 /// UDP ports reserved for rusnic's loss tests (other suites use other ranges).
@@ -224,6 +225,125 @@ fn exclusive_interface_lists_are_rejected() {
     );
 }
 
+/// Every parameter with a range or a set, the generic BTL ones included, refuses a bad
+/// value with one message naming it, the value given and what is allowed (ompi_info).
+#[test]
+fn every_bad_parameter_value_is_reported() {
+    let rows = [
+        out_of_range("btl_rusnic_verbose", "101", "0 and 100"),
+        not_a_boolean("btl_rusnic_auto_select", "2"),
+        not_one_of("btl_rusnic_backend", "sctp", "udp-native, ofi"),
+        bad(
+            "btl_rusnic_ofi_provider",
+            "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "btl_rusnic_ofi_provider = \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\" is invalid: must name one provider",
+        ),
+        bad(
+            "btl_rusnic_if_include",
+            "10.0.0.0/33",
+            "the prefix length must be 0..32",
+        ),
+        bad(
+            "btl_rusnic_if_exclude",
+            "300.1.1.1/8",
+            "btl_rusnic_if_exclude = \"300.1.1.1/8\" is invalid",
+        ),
+        out_of_range("btl_rusnic_port_min", "65536", "0 and 65535"),
+        out_of_range("btl_rusnic_port_max", "-1", "0 and 65535"),
+        out_of_range("btl_rusnic_mtu", "511", "512 and 65507"),
+        out_of_range("btl_rusnic_priority_limit", "9000", "0 and 8192"),
+        out_of_range("btl_rusnic_window", "0x10000", "1 and 32768"),
+        out_of_range("btl_rusnic_credits", "0", "1 and 32768"),
+        out_of_range("btl_rusnic_rto_initial", "0", "1 and 60000000"),
+        out_of_range("btl_rusnic_rto_min", "-5", "1 and 60000000"),
+        out_of_range("btl_rusnic_rto_max", "99999999999", "1 and 60000000"),
+        not_a_number(
+            "btl_rusnic_ack_delay",
+            "50us",
+            "not a number",
+            "0 and 1000000",
+        ),
+        out_of_range("btl_rusnic_ack_every", "0", "1 and 32768"),
+        out_of_range("btl_rusnic_dup_ack_threshold", "1001", "1 and 1000"),
+        out_of_range("btl_rusnic_max_reassemblies", "2000", "1 and 1024"),
+        out_of_range("btl_rusnic_max_queued", "0", "1 and 2147483647"),
+        not_a_boolean("btl_rusnic_connectivity_check", "7"),
+        out_of_range("btl_rusnic_connectivity_retries", "0", "1 and 100000"),
+        out_of_range("btl_rusnic_connectivity_timeout", "0", "1 and 3600000"),
+        out_of_range("btl_rusnic_backoff_min", "0", "1 and 60000000"),
+        out_of_range("btl_rusnic_backoff_max", "60000001", "1 and 60000000"),
+        out_of_range("btl_rusnic_max_timeouts", "-1", "0 and 1000000"),
+        out_of_range("btl_rusnic_socket_buffer", "1k", "65536 and 1073741824"),
+        out_of_range("btl_rusnic_recv_batch", "1025", "1 and 1024"),
+        out_of_range("btl_rusnic_finalize_flush", "-1", "0 and 600000"),
+        out_of_range("btl_rusnic_stats", "86401", "0 and 86400"),
+        out_of_range("btl_rusnic_fault_seed", "-1", "0 and 2147483647"),
+        out_of_range("btl_rusnic_fault_drop", "1000001", "0 and 1000000"),
+        out_of_range("btl_rusnic_fault_duplicate", "-1", "0 and 1000000"),
+        out_of_range("btl_rusnic_fault_reorder", "2000000", "0 and 1000000"),
+        not_a_number(
+            "btl_rusnic_fault_corrupt",
+            "1.5",
+            "not a number",
+            "0 and 1000000",
+        ),
+        not_one_of("btl_rusnic_payload_crc", "never", "always, off-node"),
+        // Generic BTL parameters (registered by Open MPI's BTL base).
+        out_of_range("btl_rusnic_eager_limit", "99999999999", "1 and 4294967295"),
+        out_of_range("btl_rusnic_max_send_size", "0", "1 and 4294967295"),
+        out_of_range("btl_rusnic_rndv_eager_limit", "-1", "0 and 4294967295"),
+        out_of_range("btl_rusnic_exclusivity", "4294967296", "0 and 4294967295"),
+        not_a_number(
+            "btl_rusnic_put_limit",
+            "abc",
+            "not a number",
+            "0 and 18446744073709551615",
+        ),
+        out_of_range(
+            "btl_rusnic_rdma_pipeline_frag_size",
+            "0",
+            "1 and 18446744073709551615",
+        ),
+        not_a_number(
+            "btl_rusnic_rdma_pipeline_send_length",
+            "1x",
+            "not a number",
+            "0 and 18446744073709551615",
+        ),
+        not_a_number(
+            "btl_rusnic_min_rdma_pipeline_size",
+            "big",
+            "not a number",
+            "0 and 18446744073709551615",
+        ),
+        out_of_range("btl_rusnic_latency", "-1", "0 and 4294967295"),
+        out_of_range("btl_rusnic_bandwidth", "5000000000", "0 and 4294967295"),
+    ];
+    assert_bad_values_reported("btl", "rusnic", &rows);
+}
+
+/// A bad value in a job that does not name rusnic in its btl list (it competes through
+/// btl_rusnic_auto_select): rusnic says why and steps aside, the job runs on without it.
+/// (Named in the list, a component that refuses its parameters stops MPI_Init instead.)
+#[test]
+fn a_bad_value_leaves_the_job_to_the_other_btls() {
+    let config = McaConfig::new("rusnic-bad", &[("pml", "ob1"), ("btl", "^openib,ofi")])
+        .with("btl_rusnic_auto_select", "1")
+        .with("btl_rusnic_window", "0x10000");
+    let out = Job::new(&config, 2, program("p2p_sizes"))
+        .args(&["--quick"])
+        .timeout(Duration::from_secs(120))
+        .run();
+    out.assert_passed();
+    assert!(
+        out.stderr.contains(
+            "btl_rusnic_window = 0x10000 is out of range: it must be between 1 and 32768"
+        ),
+        "{}",
+        out.report()
+    );
+}
+
 /// Ranks with different settings that must agree (the MTU, the payload-CRC policy)
 /// cannot talk: a clear message naming the setting, not a hang.
 #[test]
@@ -339,7 +459,8 @@ fn only_the_component_symbol_is_exported() {
 /// idle rusnic beside vader); named, or with btl_rusnic_auto_select, it opens one.
 #[test]
 fn rusnic_opens_a_module_only_when_named_or_opted_in() {
-    let cases: [(&str, &[(&str, &str)], bool); 4] = [
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], bool);
+    let cases: [Case; 4] = [
         ("default", &[("pml", "ob1")], false),
         ("exclude-list", &[("pml", "ob1"), ("btl", "^tcp")], false),
         (

@@ -185,7 +185,9 @@ impl Registrar {
                 storage,
             )
         };
-        if index < 0 {
+        // A value the variable system cannot store (not a number, not an int, not a
+        // listed word) fails registration; the caller reports it with what is allowed.
+        if index < 0 && given(&self.full_name(name)).is_none() {
             self.problems.push(format!(
                 "{}: registration failed ({index})",
                 self.full_name(name)
@@ -233,8 +235,8 @@ impl Registrar {
     }
 
     /// Registers a numeric parameter whose C type is `ty` (matching `T`) and records
-    /// a problem if its effective value lies outside `range`.
-    fn ranged<T: Copy + PartialOrd + std::fmt::Display + 'static>(
+    /// a problem if the value given or its effective value lies outside `range`.
+    fn ranged<T: Number>(
         &mut self,
         name: &str,
         default: T,
@@ -246,16 +248,84 @@ impl Registrar {
         let storage = Storage::leak(default);
         let help = format!("{help} [{}..{}]", range.start(), range.end());
         let index = self.register(name, &help, ty, std::ptr::null_mut(), level, storage.as_c());
-        let value = storage.get();
-        if !range.contains(&value) {
+        let value = if index < 0 { default } else { storage.get() };
+        let given = given(&self.full_name(name));
+        if self.check_number(name, value, &range)
+            && index < 0
+            && let Some(text) = given
+        {
+            // The variable system refused a value this check would take.
             self.problems.push(format!(
-                "{} = {value} is out of range: it must be between {} and {}",
+                "{} = \"{text}\" was refused by Open MPI: it must be between {} and {}",
                 self.full_name(name),
                 range.start(),
                 range.end()
             ));
         }
         Param { storage, index }
+    }
+
+    /// Checks a numeric variable that is already registered (e.g. by a framework base
+    /// for this component): the value given (the variable system keeps no original
+    /// string, so it is read from the environment, where mpirun also puts `--mca`
+    /// values for ranks) must be a number without junk that lies in `range`, and so must
+    /// the stored `value` (it may come from a parameter file). One problem at most.
+    /// Returns whether the value is usable.
+    pub fn check_number<T: Number>(
+        &mut self,
+        name: &str,
+        value: T,
+        range: &RangeInclusive<T>,
+    ) -> bool {
+        let (lo, hi) = (range.start().wide(), range.end().wide());
+        let full = self.full_name(name);
+        let allowed = format!("it must be between {} and {}", range.start(), range.end());
+        if let Some(text) = given(&full) {
+            match parse_number(&text) {
+                Err(why) => {
+                    self.problems
+                        .push(format!("{full} = \"{text}\" is {why}: {allowed}"));
+                    return false;
+                }
+                Ok(n) if !(lo..=hi).contains(&n) => {
+                    self.problems
+                        .push(format!("{full} = {text} is out of range: {allowed}"));
+                    return false;
+                }
+                Ok(_) => {}
+            }
+        }
+        if !(lo..=hi).contains(&value.wide()) {
+            self.problems
+                .push(format!("{full} = {value} is out of range: {allowed}"));
+            return false;
+        }
+        true
+    }
+
+    /// An `int` parameter that must be a power of two within `range` (ring sizes).
+    pub fn int_power_of_two(
+        &mut self,
+        name: &str,
+        default: i32,
+        range: RangeInclusive<i32>,
+        level: Level,
+        help: &str,
+    ) -> Param<i32> {
+        let help = format!("{help}; a power of two");
+        let problems = self.problems.len();
+        let param = self.int(name, default, range.clone(), level, &help);
+        let value = param.get();
+        if self.problems.len() == problems && !value.unsigned_abs().is_power_of_two() {
+            self.problems.push(format!(
+                "{} = {value} is not a power of two: it must be a power of two between {} \
+                 and {}",
+                self.full_name(name),
+                range.start(),
+                range.end()
+            ));
+        }
+        param
     }
 
     /// A boolean parameter (`0/1`, `true/false`, `yes/no` on the command line).
@@ -269,6 +339,15 @@ impl Registrar {
             level,
             storage.as_c(),
         );
+        let full = self.full_name(name);
+        match given(&full) {
+            Some(text) if index < 0 || parse_bool(&text).is_none() => {
+                self.problems.push(format!(
+                    "{full} = \"{text}\" is not a boolean: it must be one of {BOOL_WORDS}"
+                ));
+            }
+            _ => {}
+        }
         Param { storage, index }
     }
 
@@ -373,13 +452,28 @@ impl Registrar {
             unsafe { crate::object::release(enumerator.cast()) };
         }
         let value = storage.get();
-        if !values.iter().any(|(v, _)| *v == value) {
-            self.problems.push(format!(
-                "{} = {value} is not one of: {listed}",
-                self.full_name(name)
-            ));
+        let full = self.full_name(name);
+        let known = |text: &str| {
+            values.iter().any(|(v, n)| {
+                n.eq_ignore_ascii_case(text) || parse_number(text).ok() == Some(i128::from(*v))
+            })
+        };
+        match given(&full) {
+            Some(text) if index < 0 || !known(&text) => self
+                .problems
+                .push(format!("{full} = \"{text}\" is not one of: {listed}")),
+            _ if index >= 0 && !values.iter().any(|(v, _)| *v == value) => self
+                .problems
+                .push(format!("{full} = {value} is not one of: {listed}")),
+            _ => {}
         }
         Param { storage, index }
+    }
+
+    /// Whether a value has been found unusable so far (cross-parameter checks of
+    /// values already reported would only repeat them).
+    pub fn has_problems(&self) -> bool {
+        !self.problems.is_empty()
     }
 
     /// Records a problem found by a cross-parameter check (e.g. mutually exclusive lists).
@@ -405,5 +499,122 @@ impl Registrar {
             &[&self.prefix, &list],
         );
         Err(Error::BAD_PARAM)
+    }
+}
+
+/// Numeric parameter types, widened losslessly for range checks.
+pub trait Number: Copy + PartialOrd + std::fmt::Display + 'static {
+    fn wide(self) -> i128;
+}
+
+impl Number for i32 {
+    fn wide(self) -> i128 {
+        i128::from(self)
+    }
+}
+
+impl Number for u32 {
+    fn wide(self) -> i128 {
+        i128::from(self)
+    }
+}
+
+impl Number for usize {
+    fn wide(self) -> i128 {
+        i128::try_from(self).unwrap_or(i128::MAX)
+    }
+}
+
+/// The prefix under which Open MPI looks up parameters in the environment.
+const ENV_PREFIX: &str = "OMPI_MCA_";
+
+/// The text a user gave for `full_name` (environment or mpirun's `--mca`), if any.
+fn given(full_name: &str) -> Option<String> {
+    std::env::var_os(format!("{ENV_PREFIX}{full_name}"))
+        .map(|v| v.to_string_lossy().into_owned())
+        .filter(|v| !v.trim().is_empty())
+}
+
+/// Parses a number as Open MPI's variable system does (decimal, `0x` hex, leading-0
+/// octal, an optional `k`/`m`/`g` binary suffix) but strictly: a sign is kept, and junk,
+/// a missing number or one beyond 64 bits is an error, where `strtoull` would wrap,
+/// saturate or return 0.
+pub fn parse_number(text: &str) -> std::result::Result<i128, &'static str> {
+    let text = text.trim();
+    let (negative, rest) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (rest, shift) = match rest.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&rest[..rest.len() - 1], 10),
+        Some(b'm') => (&rest[..rest.len() - 1], 20),
+        Some(b'g') => (&rest[..rest.len() - 1], 30),
+        _ => (rest, 0),
+    };
+    let (digits, radix) =
+        if let Some(hex) = rest.strip_prefix("0x").or_else(|| rest.strip_prefix("0X")) {
+            (hex, 16)
+        } else if rest.len() > 1 && rest.starts_with('0') {
+            (&rest[1..], 8)
+        } else {
+            (rest, 10)
+        };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err("not a number");
+    }
+    let magnitude = u64::from_str_radix(digits, radix)
+        .ok()
+        .and_then(|v| v.checked_mul(1u64 << shift))
+        .ok_or("too large")?;
+    let value = i128::from(magnitude);
+    Ok(if negative { -value } else { value })
+}
+
+/// The words (and numbers) a boolean parameter accepts.
+const BOOL_WORDS: &str = "1, 0, true, false, yes, no, enabled, disabled (t, f, y, n)";
+
+/// A boolean as given by a user, strictly (Open MPI takes any number as true); the
+/// words are case-sensitive, as in Open MPI.
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim_start() {
+        "1" | "true" | "t" | "yes" | "y" | "enabled" => Some(true),
+        "0" | "false" | "f" | "no" | "n" | "disabled" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_parse_like_open_mpi_but_strictly() {
+        assert_eq!(parse_number("4096"), Ok(4096));
+        assert_eq!(parse_number("0x10"), Ok(16));
+        assert_eq!(parse_number("010"), Ok(8));
+        assert_eq!(parse_number("0"), Ok(0));
+        assert_eq!(parse_number("64k"), Ok(65536));
+        assert_eq!(parse_number("1G"), Ok(1 << 30));
+        assert_eq!(parse_number("-1"), Ok(-1));
+        assert_eq!(parse_number(" 7 "), Ok(7));
+        assert_eq!(parse_number("999999999999"), Ok(999_999_999_999));
+        assert_eq!(parse_number("abc"), Err("not a number"));
+        assert_eq!(parse_number("12x"), Err("not a number"));
+        assert_eq!(parse_number("1.5"), Err("not a number"));
+        assert_eq!(parse_number("k"), Err("not a number"));
+        assert_eq!(parse_number("08"), Err("not a number"));
+        assert_eq!(parse_number("99999999999999999999"), Err("too large"));
+        assert_eq!(parse_number("99999999999G"), Err("too large"));
+    }
+
+    #[test]
+    fn booleans_are_words_or_zero_and_one() {
+        assert_eq!(parse_bool("yes"), Some(true));
+        assert_eq!(parse_bool(" t"), Some(true));
+        assert_eq!(parse_bool("TRUE"), None);
+        assert_eq!(parse_bool("0"), Some(false));
+        assert_eq!(parse_bool("2"), None);
+        assert_eq!(parse_bool("maybe"), None);
     }
 }

@@ -115,4 +115,16 @@ impl BtlComponent for Rsmcuda {
     fn progress() -> usize {
         module::progress()
     }
+
+    /// Fragments live in the shared segment, whose layout takes at most 1 GiB each.
+    const MAX_FRAGMENT: usize = rsmcuda_shm::MAX_FRAG_PAYLOAD as usize;
+
+    fn check_limits(eager: usize, max: usize) -> Option<String> {
+        (eager > max).then(|| {
+            format!(
+                "btl_rsmcuda_eager_limit = {eager} is above btl_rsmcuda_max_send_size = {max}: \
+                 eager fragments must not be larger than max fragments"
+            )
+        })
+    }
 }

@@ -59,13 +59,13 @@ pub fn register(reg: &mut Registrar) -> Result<()> {
              exclude list such as Debian's ^uct,openib,ofi). Off by default: an installed \
              rsmcuda then leaves every job that does not ask for it exactly as it was",
         ),
-        fifo_size: reg.int(
+        fifo_size: reg.int_power_of_two(
             "fifo_size",
             4096,
             2..=1 << 24,
             Level::TUNER_BASIC,
-            "Entries in each receiver's FIFO; a power of two. When a FIFO is full, \
-             senders queue fragments on a pending list (backpressure)",
+            "Entries in each receiver's FIFO. When a FIFO is full, senders queue \
+             fragments on a pending list (backpressure)",
         ),
         eager_frags: reg.int(
             "free_list_eager",
@@ -157,13 +157,6 @@ pub fn register(reg: &mut Registrar) -> Result<()> {
              machine or for ranks not bound within one node",
         ),
     };
-    if !params.fifo_size.get().unsigned_abs().is_power_of_two() {
-        reg.reject(format!(
-            "{} = {} must be a power of two",
-            reg.full_name("fifo_size"),
-            params.fifo_size.get()
-        ));
-    }
     let _ = PARAMS.set(params);
     Ok(())
 }

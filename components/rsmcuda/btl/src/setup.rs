@@ -236,9 +236,9 @@ pub fn layout_params(nranks: u32, limits: (usize, usize)) -> LayoutParams {
     LayoutParams {
         nranks,
         fifo_size: p.fifo_size.get() as u32,
-        eager_size: limits.0 as u32,
+        eager_size: u32::try_from(limits.0).unwrap_or(u32::MAX),
         eager_count: p.eager_frags.get() as u32,
-        max_size: limits.1 as u32,
+        max_size: u32::try_from(limits.1).unwrap_or(u32::MAX),
         max_count: p.max_frags.get() as u32,
         fbox_bytes: fbox_bytes(nranks),
     }

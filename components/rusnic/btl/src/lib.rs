@@ -84,6 +84,9 @@ impl BtlComponent for Component {
         }
     }
 
+    /// A fragment's size travels as 32 bits in chunk headers and the contact.
+    const MAX_FRAGMENT: usize = u32::MAX as usize;
+
     fn init(_progress_threads: bool, _mpi_threads: bool) -> Result<Vec<Rusnic>> {
         if let Some(f) = raw_crc::hardware_crc32c() {
             // Every datagram is checksummed twice (send, receive): the instruction is

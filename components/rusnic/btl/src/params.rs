@@ -387,22 +387,28 @@ pub fn register(reg: &mut Registrar) {
         ));
     }
     let (lo, hi) = (p.port_min.get(), p.port_max.get());
-    if lo > 0 && hi < lo + 1 {
+    let ports = 0..=65535;
+    if !ports.contains(&lo) || !ports.contains(&hi) {
+        // Already reported as out of range.
+    } else if lo > 0 && hi < lo + 1 {
         reg.reject(format!(
             "{} = {hi} must be at least {} + 1 = {} (each process binds two ports)",
             reg.full_name("port_max"),
             reg.full_name("port_min"),
             lo + 1
         ));
-    }
-    if lo == 0 && hi != 0 {
+    } else if lo == 0 && hi != 0 {
         reg.reject(format!(
             "{} is set but {} is 0: set both",
             reg.full_name("port_max"),
             reg.full_name("port_min")
         ));
     }
-    if let Err(e) = p.core_config(DEFAULT_MAX_SEND) {
+    // The core's cross-field rules, once every value is in range (narrowing an
+    // out-of-range one would only report it again, clamped).
+    if !reg.has_problems()
+        && let Err(e) = p.core_config(DEFAULT_MAX_SEND)
+    {
         reg.reject(e);
     }
     let _ = PARAMS.set(p);

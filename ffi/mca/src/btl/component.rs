@@ -38,6 +38,13 @@ pub trait BtlComponent: Exported {
     fn init(enable_progress_threads: bool, enable_mpi_threads: bool) -> Result<Vec<Self::Module>>;
     /// Component-wide progress; returns the number of events handled.
     fn progress() -> usize;
+    /// Largest fragment (`eager_limit`, `max_send_size`) the component can carry.
+    const MAX_FRAGMENT: usize = usize::MAX;
+    /// A rule between the effective `eager_limit` and `max_send_size` (each already
+    /// within `1..=MAX_FRAGMENT`): the problem, naming the parameters, if broken.
+    fn check_limits(_eager_limit: usize, _max_send_size: usize) -> Option<String> {
+        None
+    }
 }
 
 /// Templates registered with `mca_btl_base_param_register`, one per component type.
@@ -67,7 +74,6 @@ unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
         // SAFETY: C::raw() is the exported static structure.
         let mut registrar = unsafe { crate::params::Registrar::new(C::raw()) };
         C::register(&mut registrar)?;
-        registrar.finish()?;
         let d = C::defaults();
         let mut template = Box::new(sys::mca_btl_base_module_t {
             btl_eager_limit: d.eager_limit,
@@ -90,14 +96,58 @@ unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
         // SAFETY: valid component; the template is leaked below so the variables bound
         // to its fields stay valid for the life of the process.
         let rc = unsafe { sys::mca_btl_base_param_register(C::raw(), &mut *template) };
+        // Leaked whatever happens next: the variables are bound to its fields.
+        let template: &'static sys::mca_btl_base_module_t = Box::leak(template);
         if rc != 0 {
+            registrar.finish()?;
             return Err(Error::from_code(rc).unwrap_or(Error::ERROR));
         }
-        let addr = Box::into_raw(template) as usize;
+        check_generic(&mut registrar, template, C::MAX_FRAGMENT, C::check_limits);
+        registrar.finish()?;
+        let addr = template as *const sys::mca_btl_base_module_t as usize;
         let mut map = templates().lock().unwrap_or_else(|e| e.into_inner());
         map.insert(TypeId::of::<C>(), addr);
         Ok(())
     })
+}
+
+/// Checks the generic parameters Open MPI's BTL base registered for the component
+/// (`btl_<name>_eager_limit` etc.): its variable system stores any text as a number
+/// (`abc` as 0, `-1` as the largest size), so the text given is checked too, and the
+/// fragment sizes must be ones the component can carry.
+fn check_generic(
+    reg: &mut crate::params::Registrar,
+    t: &sys::mca_btl_base_module_t,
+    max_fragment: usize,
+    check_limits: fn(usize, usize) -> Option<String>,
+) {
+    let any = 0..=usize::MAX;
+    let fragment = 1..=max_fragment;
+    let eager_ok = reg.check_number("eager_limit", t.btl_eager_limit, &fragment);
+    let max_ok = reg.check_number("max_send_size", t.btl_max_send_size, &fragment);
+    let rndv = 0..=max_fragment;
+    reg.check_number("rndv_eager_limit", t.btl_rndv_eager_limit, &rndv);
+    if eager_ok
+        && max_ok
+        && let Some(problem) = check_limits(t.btl_eager_limit, t.btl_max_send_size)
+    {
+        reg.reject(problem);
+    }
+    reg.check_number("exclusivity", t.btl_exclusivity, &(0..=u32::MAX));
+    if t.btl_put.is_some() {
+        reg.check_number("put_limit", t.btl_put_limit, &any);
+        let send_length = t.btl_rdma_pipeline_send_length;
+        reg.check_number("rdma_pipeline_send_length", send_length, &any);
+        let frag = t.btl_rdma_pipeline_frag_size;
+        reg.check_number("rdma_pipeline_frag_size", frag, &(1..=usize::MAX));
+        let min_pipeline = t.btl_min_rdma_pipeline_size;
+        reg.check_number("min_rdma_pipeline_size", min_pipeline, &any);
+        reg.check_number("latency", t.btl_latency, &(0..=u32::MAX));
+        reg.check_number("bandwidth", t.btl_bandwidth, &(0..=u32::MAX));
+    }
+    if t.btl_get.is_some() && t.btl_flags & sys::MCA_BTL_FLAGS_GET != 0 {
+        reg.check_number("get_limit", t.btl_get_limit, &any);
+    }
 }
 
 fn name_of<C: Exported>() -> String {
