@@ -1,0 +1,351 @@
+//! Dynamic processes under real mpirun (tests/programs/spawn_traffic.c and
+//! spawn_abort.c): MPI_Comm_spawn of one and of three children, MPI_Comm_spawn_multiple
+//! of 1 + 2, children that spawn grandchildren, traffic on every intercommunicator and
+//! merged intracommunicator between the jobs, and a spawned process calling MPI_Abort.
+//! The stock transports are the reference; ours run the same programs.
+//!
+//! Every job here also checks what it leaves behind: no process of the job may outlive
+//! mpirun (Open MPI puts every rank in its own process group, so a hung job's ranks
+//! would survive the harness killing mpirun's group), and no shared-memory object the
+//! job's transports create (vader, rsmcuda, libfabric shm) may stay in /dev/shm.
+//! The jobs of this file run one at a time, so that a new /dev/shm entry is this job's.
+//!
+//! Build first: `make components` (build/mca).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use mca_harness::{Job, JobOutput, McaConfig, program};
+
+/// How long one spawn_traffic run may take (each passes in under 10 s here).
+const TRAFFIC_TIMEOUT: Duration = Duration::from_secs(60);
+/// An aborted job must be gone well within this (it takes under a second here).
+const ABORT_LIMIT: Duration = Duration::from_secs(15);
+
+/// Stock ob1 with shared memory for the processes of one job and tcp between jobs
+/// (vader reaches only the processes it was started with).
+fn stock_vader_tcp() -> McaConfig {
+    McaConfig::new(
+        "stock-vader-tcp",
+        &[("pml", "ob1"), ("btl", "self,vader,tcp")],
+    )
+}
+
+fn rusnic() -> McaConfig {
+    McaConfig::new("rusnic", &[("pml", "ob1"), ("btl", "self,rusnic")])
+}
+
+fn rofi_on(provider: &str) -> McaConfig {
+    McaConfig::new(
+        &format!("rofi-{provider}"),
+        &[
+            ("pml", "cm"),
+            ("mtl", "rofi"),
+            ("mtl_rofi_provider_include", provider),
+        ],
+    )
+}
+
+fn rsmcuda(btl: &str) -> McaConfig {
+    McaConfig::new(&btl.replace(',', "-"), &[("pml", "ob1"), ("btl", btl)])
+}
+
+/// The names in /dev/shm.
+fn shm_entries() -> BTreeSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `name` is an object this configuration's transports create in /dev/shm:
+/// vader's `vader_segment.<host>...`, rsmcuda's `rsmcuda-<job>-<node hash>`, and for an
+/// MTL (stock ofi, rofi) libfabric shm's `<pid>:<domain>:<endpoint>` regions and `fi_*`
+/// names. Only these count: another session's job on this machine may leave other
+/// transports' objects at any time.
+fn could_create(config: &McaConfig, name: &str) -> bool {
+    let param = |key: &str| {
+        config
+            .params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let (btl, mtl) = (param("btl"), param("mtl"));
+    let libfabric_region = {
+        let parts: Vec<&str> = name.split(':').collect();
+        parts.len() == 3 && parts.iter().all(|p| p.parse::<u64>().is_ok())
+    };
+    (btl.contains("vader") && name.starts_with("vader_segment."))
+        || (btl.contains("rsmcuda") && name.starts_with("rsmcuda-"))
+        || (!mtl.is_empty() && (libfabric_region || name.starts_with("fi_")))
+}
+
+/// Whether a live process has /dev/shm/`name` mapped or open (then it belongs to a job
+/// still running, e.g. another session's, not to ours, which is over).
+fn in_use(name: &str) -> bool {
+    let path = format!("/dev/shm/{name}");
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.filter_map(Result::ok).any(|p| {
+        let dir = p.path();
+        let mapped = std::fs::read_to_string(dir.join("maps"))
+            .is_ok_and(|maps| maps.lines().any(|l| l.ends_with(&path)));
+        mapped
+            || std::fs::read_dir(dir.join("fd")).is_ok_and(|fds| {
+                fds.filter_map(Result::ok).any(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|t| t.to_string_lossy().starts_with(&path))
+                })
+            })
+    })
+}
+
+/// The environment variable that marks the processes of one job of this file: mpirun
+/// passes it on to its ranks and to the processes they spawn.
+const MARKER: &str = "RMCA_DYNAMIC_JOB";
+
+/// Processes running `exe` with `MARKER=marker` in their environment: the job's own,
+/// not those of another test process running the same program at the same time.
+fn processes_of(exe: &Path, marker: &str) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let wanted = format!("{MARKER}={marker}");
+    procs
+        .filter_map(Result::ok)
+        .filter_map(|p| {
+            let pid = p.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let target = std::fs::read_link(p.path().join("exe")).ok()?;
+            let environ = std::fs::read(p.path().join("environ")).ok()?;
+            let ours = environ
+                .split(|&b| b == 0)
+                .any(|var| var == wanted.as_bytes());
+            (target == exe && ours).then_some(pid)
+        })
+        .collect()
+}
+
+/// What a job left behind: its surviving processes (killed here, each by its pid) and
+/// the transport objects it created that are still in /dev/shm with nobody using them.
+fn leftovers(
+    config: &McaConfig,
+    exe: &Path,
+    marker: &str,
+    before: &BTreeSet<String>,
+) -> (Vec<u32>, Vec<String>) {
+    // The ranks of a finished job may take a moment to go after mpirun itself.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut survivors = processes_of(exe, marker);
+    while !survivors.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        survivors = processes_of(exe, marker);
+    }
+    for pid in &survivors {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let left = shm_entries()
+        .difference(before)
+        .filter(|n| could_create(config, n) && !in_use(n))
+        .cloned()
+        .collect();
+    (survivors, left)
+}
+
+/// Runs one job of this file (one at a time, its processes marked) and returns what it
+/// printed and left behind (its surviving processes are killed).
+fn run_marked(config: &McaConfig, job: Job, exe: &Path) -> (JobOutput, Vec<u32>, Vec<String>) {
+    static ONE_JOB: Mutex<()> = Mutex::new(());
+    static JOBS: AtomicU32 = AtomicU32::new(0);
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    let marker = format!(
+        "{}-{}",
+        std::process::id(),
+        JOBS.fetch_add(1, Ordering::Relaxed)
+    );
+    let before = shm_entries();
+    let out = job.env(MARKER, &marker).run();
+    let (survivors, left) = leftovers(config, exe, &marker, &before);
+    (out, survivors, left)
+}
+
+/// Runs one job of this file and asserts it left nothing behind.
+fn run_clean(config: &McaConfig, job: Job, exe: &Path) -> JobOutput {
+    let (out, survivors, left) = run_marked(config, job, exe);
+    assert!(
+        survivors.is_empty(),
+        "processes of the job outlived it (killed now): {survivors:?}\n{}",
+        out.report()
+    );
+    assert!(
+        left.is_empty(),
+        "the job left {left:?} in /dev/shm\n{}",
+        out.report()
+    );
+    out
+}
+
+/// One part of spawn_traffic with `ranks` processes in the first job: every check of
+/// every generation passes. One part per mpirun: a second spawn from the same job now
+/// and then hangs in the runtime (tests/programs/README.md).
+fn spawn_part(config: &McaConfig, part: &str, ranks: u32) {
+    let exe = program("spawn_traffic");
+    let job = Job::new(config, ranks, &exe)
+        .args(&[&format!("--parts={part}")])
+        .timeout(TRAFFIC_TIMEOUT);
+    let out = run_clean(config, job, &exe);
+    out.assert_passed();
+    println!(
+        "{} spawn_traffic part {part} np={ranks}: {:?} in {:.1?}",
+        config.name,
+        out.counts(),
+        out.elapsed
+    );
+}
+
+/// spawn_abort: the child's MPI_Abort ends both jobs quickly, with its error code.
+fn child_abort(config: &McaConfig) {
+    let exe = program("spawn_abort");
+    let job = Job::new(config, 2, &exe).timeout(Duration::from_secs(60));
+    let out = run_clean(config, job, &exe);
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        !out.timed_out && out.elapsed < ABORT_LIMIT,
+        "the aborted job did not end within {ABORT_LIMIT:?}\n{}",
+        out.report()
+    );
+    assert_eq!(out.code, Some(7), "{}", out.report());
+    assert!(
+        log.contains("spawn_abort(child) rank 1: calling MPI_Abort(MPI_COMM_WORLD, 7)")
+            && !log.contains("FAIL ")
+            && out.counts().is_none(),
+        "{}",
+        out.report()
+    );
+}
+
+/// One module per configuration: each part of spawn_traffic (A: one child, first job
+/// of 2; B: three children of 1; C: spawn_multiple 1 + 2 from 2; D: grandchildren, 2
+/// per generation) and a child's MPI_Abort. Attributes (e.g. `#[ignore = "..."]`)
+/// apply to each test.
+macro_rules! dynamic_suite {
+    ($(#[$meta:meta])* $module:ident, $config:expr) => {
+        mod $module {
+            use super::*;
+            #[test]
+            $(#[$meta])*
+            fn spawn_one_child() {
+                spawn_part(&$config, "A", 2)
+            }
+            #[test]
+            $(#[$meta])*
+            fn spawn_three_children() {
+                spawn_part(&$config, "B", 1)
+            }
+            #[test]
+            $(#[$meta])*
+            fn spawn_multiple_one_plus_two() {
+                spawn_part(&$config, "C", 2)
+            }
+            #[test]
+            $(#[$meta])*
+            fn grandchildren() {
+                spawn_part(&$config, "D", 2)
+            }
+            #[test]
+            $(#[$meta])*
+            fn child_abort_ends_the_job() {
+                child_abort(&$config)
+            }
+        }
+    };
+}
+
+// The stock references.
+dynamic_suite!(stock_vader_tcp, stock_vader_tcp());
+dynamic_suite!(stock_tcp, McaConfig::stock_tcp());
+dynamic_suite!(stock_ofi_tcp, McaConfig::stock_ofi_tcp());
+
+// Ours.
+dynamic_suite!(rusnic_native, rusnic());
+dynamic_suite!(
+    rusnic_ofi_backend,
+    rusnic()
+        .with("btl_rusnic_backend", "ofi")
+        .named("rusnic-ofi")
+);
+dynamic_suite!(rofi_tcp, rofi_on("tcp;ofi_rxm"));
+dynamic_suite!(rofi_shm, rofi_on("shm"));
+dynamic_suite!(rofi_sockets, rofi_on("sockets"));
+dynamic_suite!(rsmcuda_tcp, rsmcuda("self,rsmcuda,tcp"));
+dynamic_suite!(rsmcuda_only, rsmcuda("self,rsmcuda"));
+
+/// The control for spawn_abort: without the abort the same setup ends normally with
+/// every check passed (so the abort tests measure the abort, not a broken setup).
+#[test]
+fn spawn_abort_control_without_the_abort_passes() {
+    let exe = program("spawn_abort");
+    let job = Job::new(&stock_vader_tcp(), 2, &exe)
+        .args(&["--no-abort"])
+        .timeout(TRAFFIC_TIMEOUT);
+    run_clean(&stock_vader_tcp(), job, &exe).assert_passed();
+}
+
+/// Known upstream defect (Open MPI 4.1.4 on Debian's PMIx 4.2): MPI_Comm_disconnect of
+/// the intracommunicator MPI_Intercomm_merge makes of a parent and its child never
+/// returns (both wait in PMIx_Fence under ompi_dpm_disconnect), whatever the transport,
+/// while disconnecting the intercommunicator works. spawn_traffic therefore frees the
+/// merged communicators; when this test fails, disconnect works and the program can
+/// disconnect them again.
+#[test]
+fn stock_disconnect_of_a_merged_intracommunicator_hangs() {
+    let exe = program("spawn_traffic");
+    let config = McaConfig::stock_tcp();
+    let job = Job::new(&config, 1, &exe)
+        .args(&["--parts=A", "--disconnect-merged", "--verbose"])
+        .timeout(Duration::from_secs(20));
+    let (out, _survivors, _left) = run_marked(&config, job, &exe);
+    // Everything before the disconnect ran, on both sides; the part never finished.
+    let reached = [
+        "spawn_traffic rank 0: merged: collectives done",
+        "spawn_traffic(child) rank 0: merged: collectives done",
+    ];
+    assert!(
+        out.timed_out
+            && reached.iter().all(|l| out.stdout.contains(l))
+            && !out.stdout.contains("children report"),
+        "MPI_Comm_disconnect of the merged communicator no longer hangs: {}",
+        out.report()
+    );
+}
+
+#[test]
+fn leftover_objects_are_matched_to_the_transports_asked_for() {
+    let rofi = rofi_on("shm");
+    assert!(could_create(&rofi, "23333:0:0"));
+    assert!(!could_create(&rofi, "1:2"));
+    assert!(!could_create(&rofi, "vader_segment.vm.0.4b0d0001.0"));
+    assert!(could_create(
+        &stock_vader_tcp(),
+        "vader_segment.vm.0.4b0d0001.0"
+    ));
+    let rsm = rsmcuda("self,rsmcuda");
+    assert!(could_create(
+        &rsm,
+        "rsmcuda-40e80001-11290-08cf3707b570dbec"
+    ));
+    assert!(!could_create(&rsm, "23333:0:0"));
+    assert!(!could_create(
+        &rusnic(),
+        "rsmcuda-40e80001-11290-08cf3707b570dbec"
+    ));
+}
