@@ -88,3 +88,13 @@ pub unsafe fn modex_send(component: *const sys::mca_base_component_t, blob: &[u8
     to_result(unsafe { sys::rmca_modex_send(component, blob.as_ptr().cast(), blob.len()) })
         .map(drop)
 }
+
+/// Asks the runtime to remove the file `path` when this process terminates, however it
+/// ends: `MPI_Abort` leaves with `_exit` (no destructor runs) and a killed process runs
+/// nothing at all. The PMIx server (mpirun's) removes it; Open MPI's vader registers its
+/// shared-memory segments the same way.
+pub fn register_cleanup(path: &str) -> Result<()> {
+    let path = std::ffi::CString::new(path).map_err(|_| Error::BAD_PARAM)?;
+    // SAFETY: `path` is NUL-terminated and outlives the call; PMIx copies it.
+    to_result(unsafe { sys::rmca_register_cleanup(path.as_ptr()) }).map(drop)
+}

@@ -55,3 +55,10 @@ uint64_t rmca_my_name_hash(void)
 {
     return hash_name(&OPAL_PROC_MY_NAME);
 }
+
+int rmca_register_cleanup(const char *path)
+{
+    if (NULL == opal_pmix.register_cleanup)
+        return OPAL_ERR_NOT_SUPPORTED;
+    return opal_pmix.register_cleanup((char *) path, false, false, false);
+}

@@ -30,5 +30,10 @@ int rmca_proc_on_local_node(const opal_proc_t *proc);
 uint64_t rmca_proc_name_hash(const opal_proc_t *proc);
 uint64_t rmca_my_name_hash(void);
 
+/* opal_pmix.register_cleanup(path, false, false, false): the PMIx server removes the file
+ * when this process terminates, however it ends (as vader registers its segments).
+ * OPAL_ERR_NOT_SUPPORTED when the PMIx component offers no cleanup. */
+int rmca_register_cleanup(const char *path);
+
 
 #endif

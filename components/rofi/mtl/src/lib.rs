@@ -66,6 +66,34 @@ impl Component for Rofi {
     }
 }
 
+/// On `shm`, has mpirun remove our endpoint's region from /dev/shm when this process
+/// terminates. libfabric unlinks it when the endpoint closes, or from its SIGTERM/SIGINT
+/// handlers; a process leaving through `MPI_Abort` (`_exit`) or SIGKILL did neither,
+/// and its region stayed. It cannot be unlinked early instead: processes that join later
+/// (`MPI_Comm_spawn`) open it by name.
+fn register_shm_cleanup(core_name: &str, endpoint_name: &[u8]) {
+    if core_name != "shm" {
+        return;
+    }
+    let Some(path) = rofi_core::provider::shm_region_path(endpoint_name) else {
+        verbose!(
+            stream(),
+            1,
+            "mtl:rofi: no shm region in endpoint name {:?}",
+            String::from_utf8_lossy(endpoint_name)
+        );
+        return;
+    };
+    match mca::proc::register_cleanup(&path) {
+        Ok(()) => verbose!(stream(), 10, "mtl:rofi: {path} removed at exit by mpirun"),
+        Err(e) => verbose!(
+            stream(),
+            1,
+            "mtl:rofi: cannot register {path} for removal at exit: {e}"
+        ),
+    }
+}
+
 fn env_number(name: &str) -> Option<usize> {
     std::env::var(name).ok()?.trim().parse().ok()
 }
@@ -232,6 +260,7 @@ impl MtlComponent for Rofi {
             Error::NOT_AVAILABLE
         })?;
         raw::modex::send(&name, contexts.num_ctxts())?;
+        register_shm_cleanup(&info.core_name(), &name);
         let layout = chosen.layout;
         let host = if chosen.host_matching {
             let Some(h) = host::Host::new(info.inject_size, p.host_eager_size.get()) else {
@@ -253,7 +282,8 @@ impl MtlComponent for Rofi {
             None
         };
         let limits = SendLimits {
-            inject_size: info.inject_size as u64,
+            // 0 where injected sends would wait for our next progress call (sockets).
+            inject_size: info.usable_inject_size() as u64,
             max_msg_size: info.max_msg_size,
         };
         let engine = Engine::new(engine::Setup {
@@ -295,7 +325,7 @@ impl MtlComponent for Rofi {
             },
             max_tag(&engine, layout),
             max_contextid(&engine, layout),
-            info.inject_size,
+            info.usable_inject_size(),
             if mpi_threads {
                 "FI_THREAD_SAFE"
             } else {

@@ -42,6 +42,18 @@ pub use select::{
 
 use crate::tag::TagCaps;
 
+/// Where libfabric's `shm` provider keeps the region of the endpoint named `name` (what
+/// `fi_getname` returns, e.g. `fi_shm://4242:0:0` and a NUL): the part after `://` is
+/// the POSIX shared-memory object, `/dev/shm/4242:0:0`. `None` for anything else.
+#[must_use]
+pub fn shm_region_path(name: &[u8]) -> Option<String> {
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let name = std::str::from_utf8(&name[..end]).ok()?;
+    let region = name.split_once("://").map_or(name, |(_, rest)| rest);
+    let valid = !region.is_empty() && !region.contains('/') && region != "." && region != "..";
+    valid.then(|| format!("/dev/shm/{region}"))
+}
+
 /// The parts of one `fi_info` entry that selection looks at.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProviderInfo {
@@ -96,6 +108,31 @@ impl ProviderInfo {
             .unwrap_or("")
             .trim()
             .to_ascii_lowercase()
+    }
+
+    /// Whether a message posted with `fi_tinject` goes on its way without any later call
+    /// from us. Not so for `sockets` under manual progress: every send waits on the
+    /// endpoint's transmit ring until the sender's next `fi_cq_read` writes it to the
+    /// socket, so an injected send would complete its MPI request while its bytes wait
+    /// for a progress call the sender may never make. Open MPI counts on completed
+    /// sends being delivered: `MPI_Comm_spawn` broadcasts the other job's process names
+    /// inside each job, then blocks in `PMIx_Connect` without progress, and the ranks
+    /// waiting for the broadcast hung. Where this is false the glue posts every send
+    /// with a completion (inject size 0), so a completed send has been written out.
+    #[must_use]
+    pub fn inject_leaves_on_post(&self) -> bool {
+        !(self.manual_progress && self.core_name() == "sockets")
+    }
+
+    /// The inject size sends may use: the provider's, or 0 (never inject) where an
+    /// injected send would not leave on its own ([`Self::inject_leaves_on_post`]).
+    #[must_use]
+    pub fn usable_inject_size(&self) -> usize {
+        if self.inject_leaves_on_post() {
+            self.inject_size
+        } else {
+            0
+        }
     }
 
     /// Whether this entry only reaches this host (loopback interface).

@@ -324,3 +324,40 @@ fn host_matching_refuses_scalable_endpoints() {
         s.report()
     );
 }
+
+#[test]
+fn sockets_under_manual_progress_gets_no_inject() {
+    let c = this_machine();
+    let sockets = c.iter().find(|p| p.name == "sockets").unwrap();
+    assert!(!sockets.inject_leaves_on_post());
+    assert_eq!(sockets.usable_inject_size(), 0);
+    let auto = ProviderInfo {
+        manual_progress: false,
+        ..sockets.clone()
+    };
+    assert_eq!(auto.usable_inject_size(), 255);
+    for p in c.iter().filter(|p| p.name != "sockets") {
+        assert_eq!(p.usable_inject_size(), p.inject_size, "{}", p.name);
+    }
+}
+
+#[test]
+fn shm_region_paths_come_from_endpoint_names() {
+    assert_eq!(
+        shm_region_path(b"fi_shm://4242:0:0\0").as_deref(),
+        Some("/dev/shm/4242:0:0")
+    );
+    assert_eq!(
+        shm_region_path(b"4242:0:1").as_deref(),
+        Some("/dev/shm/4242:0:1")
+    );
+    for bad in [
+        &b"fi_shm://\0"[..],
+        b"",
+        b"fi_shm://a/b",
+        b"..",
+        b"\xff\xfe",
+    ] {
+        assert_eq!(shm_region_path(bad), None, "{bad:?}");
+    }
+}

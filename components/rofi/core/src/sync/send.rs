@@ -79,7 +79,7 @@ pub struct SendRequest {
 /// Provider limits that shape a send (from the chosen `fi_info`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendLimits {
-    /// `tx_attr->inject_size`.
+    /// `tx_attr->inject_size`, or 0: every send posted with a completion.
     pub inject_size: u64,
     /// `ep_attr->max_msg_size`.
     pub max_msg_size: u64,
@@ -103,7 +103,8 @@ pub fn plan_send(
     Ok(SendPlan {
         bits,
         cq_data: layout.cq_data(req.src_rank),
-        inject: req.len <= limits.inject_size,
+        // An inject size of 0 means no inject at all, 0-byte messages included.
+        inject: limits.inject_size > 0 && req.len <= limits.inject_size,
         ack_recv: req.sync.then(|| AckRecv {
             match_bits: layout.ack_match_bits(bits),
             ignore_bits: 0,

@@ -32,6 +32,20 @@ fn plan(l: &TagLayout, sync: bool, kind: SendKind, len: u64) -> SendPlan {
 }
 
 #[test]
+fn an_inject_size_of_zero_injects_nothing_not_even_empty_messages() {
+    for l in layouts() {
+        for len in [0, 1, 64] {
+            let p = plan_send(
+                &l,
+                &limits(0, 1 << 20),
+                &req(3, 42, false, SendKind::Blocking, len),
+            );
+            assert!(!p.unwrap().inject, "{len} B");
+        }
+    }
+}
+
+#[test]
 fn plans_inject_small_sends_of_either_kind_and_ack_exactly() {
     for l in layouts() {
         let p = plan(&l, false, SendKind::Blocking, 64);
