@@ -10,6 +10,7 @@ mod rdma;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,6 +60,11 @@ pub struct Rusnic {
     epoch: std::time::Instant,
     /// When counters were last published and the stats line last printed.
     last_stats: Mutex<(u64, u64)>,
+    /// Set by finalize: Open MPI closes the PML (and unloads ob1) before the BTLs, so
+    /// from here on nothing may call into it: no delivery, completion callback or
+    /// error report. Progress still moves datagrams (the peers get their data and
+    /// acknowledgements); descriptors are freed without their callbacks.
+    finalizing: AtomicBool,
 }
 
 impl Rusnic {
@@ -77,7 +83,13 @@ impl Rusnic {
             contact,
             epoch: std::time::Instant::now(),
             last_stats: Mutex::new((0, 0)),
+            finalizing: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the PML may be called (false once finalize began).
+    pub fn upcalls(&self) -> bool {
+        !self.finalizing.load(Ordering::Acquire)
     }
 
     fn now(&self) -> Instant {
@@ -137,7 +149,9 @@ impl Rusnic {
         for (peer, event) in events {
             match event {
                 Event::Deliver { tag, data } => {
-                    btl.deliver(tag, &[&data]);
+                    if this.upcalls() {
+                        btl.deliver(tag, &[&data]);
+                    }
                     *reposts.entry(peer).or_default() += 1;
                     spent.push((peer, data));
                 }
@@ -151,7 +165,12 @@ impl Rusnic {
                 Event::PathVerified => {
                     verbose!(stream(), 10, "btl:rusnic: path to peer {peer:#x} verified");
                 }
-                Event::Error(e) => this.peer_failed(btl, peer, &e.to_string()),
+                Event::Error(e) if this.upcalls() => {
+                    this.peer_failed(btl, peer, &e.to_string());
+                }
+                Event::Error(e) => {
+                    verbose!(stream(), 1, "btl:rusnic: at finalize, peer {peer:#x}: {e}");
+                }
             }
         }
         if !reposts.is_empty() || received > 0 {
@@ -505,6 +524,9 @@ impl BtlModule for Rusnic {
     }
 
     fn finalize(btl: &Btl<Self>) -> Result<()> {
+        // ob1 is gone (see `finalizing`); a spawned job's last sends to its parent are
+        // typically still unacknowledged here, and their callbacks crashed the process.
+        btl.finalizing.store(true, Ordering::Release);
         let limit = Duration::from_millis(params::get().finalize_flush_ms.get() as u64);
         if !Rusnic::drain(btl, limit) {
             verbose!(stream(), 1, "btl:rusnic: finalize with unacknowledged data");

@@ -131,7 +131,12 @@ pub fn free(des: Descriptor) {
 }
 
 /// Runs a descriptor's completion callback, then frees it if the BTL owns it.
+/// After finalize began the PML is gone: the descriptor is only freed.
 pub fn complete(btl: &Btl<Rusnic>, endpoint: usize, des: Descriptor, status: i32) {
+    if !btl.upcalls() {
+        free(des);
+        return;
+    }
     let owned = des.btl_owned();
     // SAFETY: a live descriptor of ours whose send was accepted; the callback may reuse
     // it only when ob1 owns it, and we free it afterwards only when we own it.

@@ -85,7 +85,9 @@ impl Rusnic {
         let ready = self.puts().take_ready();
         let n = ready.len();
         for (done, status) in ready {
-            done.complete(btl, status);
+            if self.upcalls() {
+                done.complete(btl, status);
+            }
         }
         n
     }
