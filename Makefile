@@ -20,6 +20,8 @@ BUILD := build
 MCA_BUILD := $(BUILD)/mca
 PROFILE_DIR := target/release
 
+# Each .so is written beside its final name and renamed into place: a job already running
+# keeps the file it mapped instead of seeing its code change under it.
 # crate:framework:name for every component (test fixtures included: tests load them).
 COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl:rusnic btl-rsmcuda:btl:rsmcuda mtl-rofi:mtl:rofi
 
@@ -37,7 +39,8 @@ components:
 	@mkdir -p $(MCA_BUILD)
 	@for c in $(COMPONENTS); do \
 	    IFS=: read -r crate fw name <<< "$$c"; \
-	    install -m 0755 $(PROFILE_DIR)/libmca_$${fw}_$${name}.so $(MCA_BUILD)/mca_$${fw}_$${name}.so; \
+	    install -m 0755 $(PROFILE_DIR)/libmca_$${fw}_$${name}.so $(MCA_BUILD)/.mca_$${fw}_$${name}.so.new; \
+	    mv -f $(MCA_BUILD)/.mca_$${fw}_$${name}.so.new $(MCA_BUILD)/mca_$${fw}_$${name}.so; \
 	    echo "  built $(MCA_BUILD)/mca_$${fw}_$${name}.so"; \
 	done
 	@install -m 0644 $(HELP_FILES) $(MCA_BUILD)/
