@@ -159,6 +159,20 @@ conformance_suite!(
 );
 
 // Ranks in two network namespaces joined by veth: nothing is shared-memory local.
+// rxd reports no truncation (above), so p2p_status runs there without its part E.
+#[test]
+fn status_outputs_on_rxd_without_truncation() {
+    Job::new(
+        &rofi_on("udp;ofi_rxd").one_at_a_time(),
+        2,
+        program("p2p_status"),
+    )
+    .args(&["--parts=ABCD"])
+    .timeout(Duration::from_secs(180))
+    .run()
+    .assert_passed();
+}
+
 // The suite forces host matching on tcp at 2 ranks; the matched-probe and status
 // programs (the probe outputs live partly in host matching's own code) at 4 too.
 #[test]
