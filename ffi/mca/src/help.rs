@@ -47,8 +47,14 @@ pub fn add_own_help_dir() {
     });
 }
 
-/// Shows `topic` from `file` with up to four `%s` arguments. Falls back to a plain
-/// message on stream 0 if the help system cannot find the file.
+/// The most `%s` arguments a help topic may take: the formatter reads that many
+/// varargs whatever is passed, so a topic with more would read past them (a topic
+/// with five once crashed rofi when only four were passed).
+pub const MAX_HELP_ARGS: usize = 8;
+
+/// Shows `topic` from `file` with up to [`MAX_HELP_ARGS`] `%s` arguments. Falls back
+/// to a plain message on stream 0 if the help system cannot find the file or more
+/// arguments are given than the formatter can take.
 ///
 /// The text is rendered in this process and written to stream 0 (stderr, which
 /// mpirun forwards) rather than sent to mpirun as a show_help request: requests
@@ -58,7 +64,11 @@ pub fn show_help(file: &str, topic: &str, error_header: bool, args: &[&str]) {
     add_own_help_dir();
     let file_c = lossy_cstring(file);
     let topic_c = lossy_cstring(topic);
-    let args_c: Vec<CString> = args.iter().take(4).map(|a| lossy_cstring(a)).collect();
+    if args.len() > MAX_HELP_ARGS {
+        crate::output::emit_always(&format!("[{file}:{topic}] {}", args.join(" | ")));
+        return;
+    }
+    let args_c: Vec<CString> = args.iter().map(|a| lossy_cstring(a)).collect();
     let arg = |i: usize| args_c.get(i).map_or(c"".as_ptr(), |a| a.as_ptr());
     // SAFETY: every pointer is a valid NUL-terminated string that outlives the call;
     // extra arguments beyond the topic's %s count are ignored by the formatter.
@@ -71,6 +81,10 @@ pub fn show_help(file: &str, topic: &str, error_header: bool, args: &[&str]) {
             arg(1),
             arg(2),
             arg(3),
+            arg(4),
+            arg(5),
+            arg(6),
+            arg(7),
         )
     };
     if rendered.is_null() {
@@ -84,4 +98,56 @@ pub fn show_help(file: &str, topic: &str, error_header: bool, args: &[&str]) {
     // SAFETY: as above.
     unsafe { libc::free(rendered.cast()) };
     crate::output::emit_always(text.trim_end());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MAX_HELP_ARGS;
+
+    /// Every topic of every help file takes at most MAX_HELP_ARGS `%s` (and no other
+    /// conversion, which would read an argument of another type).
+    #[test]
+    fn every_help_topic_fits_the_formatter() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configure-support/help");
+        let mut topics = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut topic = String::new();
+            let mut count = 0;
+            let mut check = |topic: &str, count: usize| {
+                assert!(
+                    count <= MAX_HELP_ARGS,
+                    "{}: [{topic}] has {count} %s, more than {MAX_HELP_ARGS}",
+                    path.display()
+                );
+            };
+            for line in text.lines() {
+                if line.starts_with('#') {
+                    continue;
+                }
+                if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                    check(&topic, count);
+                    topic = name.to_owned();
+                    topics += 1;
+                    count = 0;
+                    continue;
+                }
+                let mut rest = line;
+                while let Some(i) = rest.find('%') {
+                    let next = rest[i + 1..].chars().next();
+                    assert!(
+                        matches!(next, Some('s') | Some('%')),
+                        "{}: [{topic}] uses %{next:?}: only %s and %% are passed",
+                        path.display()
+                    );
+                    count += (next == Some('s')) as usize;
+                    rest = &rest[i + 2..];
+                }
+            }
+            check(&topic, count);
+        }
+        assert!(topics > 10, "no help topics found in {}", dir.display());
+    }
 }

@@ -31,9 +31,11 @@ void rmca_output(int stream, const char *message)
 }
 
 char *rmca_show_help_string(const char *file, const char *topic, int want_error_header,
-                            const char *a0, const char *a1, const char *a2, const char *a3)
+                            const char *a0, const char *a1, const char *a2, const char *a3,
+                            const char *a4, const char *a5, const char *a6, const char *a7)
 {
-    return opal_show_help_string(file, topic, want_error_header, a0, a1, a2, a3);
+    return opal_show_help_string(file, topic, want_error_header, a0, a1, a2, a3, a4, a5, a6,
+                                 a7);
 }
 
 int rmca_proc_on_local_node(const opal_proc_t *proc)

@@ -22,7 +22,8 @@ void rmca_output(int stream, const char *message);
 
 /* opal_show_help_string: the rendered text (malloc'ed; free it), or NULL. */
 char *rmca_show_help_string(const char *file, const char *topic, int want_error_header,
-                            const char *a0, const char *a1, const char *a2, const char *a3);
+                            const char *a0, const char *a1, const char *a2, const char *a3,
+                            const char *a4, const char *a5, const char *a6, const char *a7);
 
 /* OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) */
 int rmca_proc_on_local_node(const opal_proc_t *proc);
