@@ -116,7 +116,7 @@ mod tests {
             let text = std::fs::read_to_string(&path).unwrap();
             let mut topic = String::new();
             let mut count = 0;
-            let mut check = |topic: &str, count: usize| {
+            let check = |topic: &str, count: usize| {
                 assert!(
                     count <= MAX_HELP_ARGS,
                     "{}: [{topic}] has {count} %s, more than {MAX_HELP_ARGS}",
