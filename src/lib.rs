@@ -617,6 +617,36 @@ pub fn exported_symbols(file: &str) -> Vec<String> {
         .collect()
 }
 
+/// Asserts a BTL opens a module (its init succeeds in both ranks of a 2-rank ob1 job)
+/// only when the `btl` list names it (`named_list`, e.g. `self,rusnic`) or its
+/// `btl_<component>_auto_select` is set; with no list or an exclude list it opens none.
+pub fn assert_btl_opens_only_when_named(component: &str, named_list: &str) {
+    let auto_select = format!("btl_{component}_auto_select");
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, bool);
+    let cases: [Case; 4] = [
+        ("default", vec![("pml", "ob1")], false),
+        ("exclude-list", vec![("pml", "ob1"), ("btl", "^tcp")], false),
+        ("opted-in", vec![("pml", "ob1"), (&auto_select, "1")], true),
+        ("named", vec![("pml", "ob1"), ("btl", named_list)], true),
+    ];
+    for (name, params, opens) in cases {
+        let config = McaConfig::new(name, &params).with("btl_base_verbose", "100");
+        let out = Job::new(&config, 2, program("p2p_sizes"))
+            .args(&["--quick"])
+            .timeout(Duration::from_secs(120))
+            .run();
+        out.assert_passed();
+        let log = format!("{}{}", out.stdout, out.stderr);
+        let expected = if opens { "success" } else { "failure" };
+        let inits = log
+            .matches(&format!(
+                "init of component {component} returned {expected}"
+            ))
+            .count();
+        assert_eq!(inits, 2, "{name}: {}", out.report());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::parse_counts;

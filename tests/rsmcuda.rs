@@ -599,29 +599,5 @@ fn aborted_and_killed_dynamic_jobs_leave_nothing() {
 /// btl_rsmcuda_auto_select, it opens one.
 #[test]
 fn rsmcuda_opens_a_module_only_when_named_or_opted_in() {
-    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], bool);
-    let cases: [Case; 4] = [
-        ("default", &[("pml", "ob1")], false),
-        ("exclude-list", &[("pml", "ob1"), ("btl", "^tcp")], false),
-        (
-            "opted-in",
-            &[("pml", "ob1"), ("btl_rsmcuda_auto_select", "1")],
-            true,
-        ),
-        ("named", &[("pml", "ob1"), ("btl", "self,rsmcuda")], true),
-    ];
-    for (name, params, opens) in cases {
-        let config = McaConfig::new(name, params).with("btl_base_verbose", "100");
-        let out = Job::new(&config, 2, program("p2p_sizes"))
-            .args(&["--quick"])
-            .timeout(Duration::from_secs(120))
-            .run();
-        out.assert_passed();
-        let log = format!("{}{}", out.stdout, out.stderr);
-        let expected = if opens { "success" } else { "failure" };
-        let inits = log
-            .matches(&format!("init of component rsmcuda returned {expected}"))
-            .count();
-        assert_eq!(inits, 2, "{name}: {}", out.report());
-    }
+    mca_harness::assert_btl_opens_only_when_named("rsmcuda", "self,rsmcuda");
 }

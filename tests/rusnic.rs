@@ -459,33 +459,5 @@ fn only_the_component_symbol_is_exported() {
 /// idle rusnic beside vader); named, or with btl_rusnic_auto_select, it opens one.
 #[test]
 fn rusnic_opens_a_module_only_when_named_or_opted_in() {
-    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], bool);
-    let cases: [Case; 4] = [
-        ("default", &[("pml", "ob1")], false),
-        ("exclude-list", &[("pml", "ob1"), ("btl", "^tcp")], false),
-        (
-            "opted-in",
-            &[("pml", "ob1"), ("btl_rusnic_auto_select", "1")],
-            true,
-        ),
-        (
-            "named",
-            &[("pml", "ob1"), ("btl", "self,vader,rusnic")],
-            true,
-        ),
-    ];
-    for (name, params, opens) in cases {
-        let config = McaConfig::new(name, params).with("btl_base_verbose", "100");
-        let out = Job::new(&config, 2, program("p2p_sizes"))
-            .args(&["--quick"])
-            .timeout(Duration::from_secs(120))
-            .run();
-        out.assert_passed();
-        let log = format!("{}{}", out.stdout, out.stderr);
-        let expected = if opens { "success" } else { "failure" };
-        let inits = log
-            .matches(&format!("init of component rusnic returned {expected}"))
-            .count();
-        assert_eq!(inits, 2, "{name}: {}", out.report());
-    }
+    mca_harness::assert_btl_opens_only_when_named("rusnic", "self,vader,rusnic");
 }

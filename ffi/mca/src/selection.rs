@@ -21,8 +21,14 @@ pub enum Selection {
 
 /// Reads the framework's selection variable (`btl`, `mtl`, ...) and tells whether it
 /// names `component`.
-pub fn selection_of(framework: &str, component: &str) -> Selection {
+fn selection_of(framework: &str, component: &str) -> Selection {
     classify(framework_list(framework).as_deref(), component)
+}
+
+/// Whether `component` takes part in this job: named in its framework's list, or
+/// opted in with its own `auto_select` parameter.
+pub fn competes(framework: &str, component: &str, auto_select: bool) -> bool {
+    auto_select || selection_of(framework, component) == Selection::Named
 }
 
 /// The value of the variable named after the framework; `None` when unset or empty.

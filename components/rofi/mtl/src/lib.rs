@@ -190,9 +190,7 @@ impl MtlComponent for Rofi {
         // Installed beside Open MPI's own MTLs, rofi stays out of jobs that did not
         // ask for it: opening a provider costs start-up time, and cm winning over ob1
         // would change how every default job runs.
-        if mca::selection::selection_of("mtl", "rofi") != mca::selection::Selection::Named
-            && !p.auto_select.enabled()
-        {
+        if !mca::selection::competes("mtl", "rofi", p.auto_select.enabled()) {
             verbose!(
                 stream(),
                 1,

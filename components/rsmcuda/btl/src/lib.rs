@@ -78,9 +78,7 @@ impl BtlComponent for Rsmcuda {
         // Installed beside vader, rsmcuda stays out of jobs that did not ask for it: a
         // module that reaches peers is progressed by ob1 even while vader carries all
         // the traffic.
-        if mca::selection::selection_of("btl", "rsmcuda") != mca::selection::Selection::Named
-            && !params::get().auto_select.enabled()
-        {
+        if !mca::selection::competes("btl", "rsmcuda", params::get().auto_select.enabled()) {
             verbose!(
                 stream,
                 1,

@@ -110,10 +110,7 @@ impl BtlComponent for Component {
         // Installed beside Open MPI's own BTLs, rusnic stays out of jobs that did not
         // ask for it: a module that reaches peers is progressed by ob1 even while
         // another BTL carries all the traffic.
-        let made = if mca::selection::selection_of("btl", "rusnic")
-            == mca::selection::Selection::Named
-            || p.auto_select.enabled()
-        {
+        let made = if mca::selection::competes("btl", "rusnic", p.auto_select.enabled()) {
             open_module(local_id, &mut contact)
         } else {
             verbose!(
