@@ -453,6 +453,9 @@ int main(int argc, char **argv)
             int n = t == T_RATE ? 1 : opt.nsizes;
             for (int k = 0; k < n; k++) {
                 size_t size = t == T_RATE ? opt.rate_size : opt.sizes[k];
+                /* moving zero bytes has no bandwidth: a row of zeros would say nothing */
+                if ((t == T_BW || t == T_BIBW) && size == 0)
+                    continue;
                 struct result r = measure(t, size);
                 if (wrank == 0) {
                     printf("RESULT test=%s size=%zu iters=%ld value=%.4f unit=%s\n",

@@ -7,6 +7,7 @@
 //! and PNG plots under build/bench/<stamp>/ (build/bench/latest points there).
 
 mod configs;
+mod demo;
 mod imb;
 mod plot;
 mod report;
@@ -22,11 +23,13 @@ use configs::BenchConfig;
 use results::Sample;
 
 const USAGE: &str = "\
-usage: rmca-bench [--quick] [--rounds N] [--configs a,b,...] [--config NAME='--mca K V ...']
+usage: rmca-bench [--demo | --quick] [--rounds N] [--configs a,b,...] [--config NAME='--mca K V ...']
                   [--baseline NAME] [--out DIR] [--no-limits] [--no-plots] [--imb]
                   [--timeout SECONDS] [--list] [-- mpibench arguments...]
 
-  --quick        seconds, for make demo: 1 round, mpibench/limits --quick
+  --demo         make demo: each of ours beside its stock counterpart, latency and
+                 bandwidth at four sizes, one short table (well under a minute)
+  --quick        seconds: 1 round, mpibench/limits --quick
                  (default: the full sweep 0 B .. 16 MiB, 3 rounds: minutes)
   --rounds N     interleaved rounds; medians are taken over them
   --configs      names from --list (default: stock-tcp, stock-vader, stock-ofi-tcp and
@@ -39,6 +42,7 @@ usage: rmca-bench [--quick] [--rounds N] [--configs a,b,...] [--config NAME='--m
 
 #[derive(Debug)]
 struct Options {
+    demo: bool,
     quick: bool,
     rounds: u32,
     configs: Vec<BenchConfig>,
@@ -66,7 +70,24 @@ fn default_configs(quick: bool) -> Vec<BenchConfig> {
         .collect()
 }
 
+/// The pairs of `--demo` whose component of ours was built.
+fn demo_configs() -> Vec<BenchConfig> {
+    let mut names = Vec::new();
+    for (ours, stock, _) in demo::PAIRS {
+        if configs::resolve(ours).is_ok_and(|c| c.available()) {
+            names.push(*stock);
+            names.push(*ours);
+        }
+    }
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|n| configs::resolve(n).ok())
+        .collect()
+}
+
 fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
+    let mut demo = false;
     let mut quick = false;
     let mut rounds = None;
     let mut names: Option<Vec<String>> = None;
@@ -82,6 +103,10 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
     while let Some(arg) = it.next() {
         let mut value = |what: &str| it.next().ok_or_else(|| format!("{arg} needs {what}"));
         match arg.as_str() {
+            "--demo" => {
+                demo = true;
+                quick = true;
+            }
             "--quick" => quick = true,
             "--rounds" => {
                 let v = value("a number")?;
@@ -130,6 +155,7 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
             .iter()
             .map(|n| configs::resolve(n))
             .collect::<Result<Vec<_>, _>>()?,
+        None if extra.is_empty() && demo => demo_configs(),
         None if extra.is_empty() => default_configs(quick),
         None => Vec::new(),
     };
@@ -161,11 +187,15 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
         (true, found) => found,
         (false, _) => None,
     };
+    if demo && bench_args.is_empty() {
+        bench_args = demo::mpibench_args();
+    }
     if quick && !bench_args.iter().any(|a| a == "--quick") {
         bench_args.push("--quick".to_owned());
     }
     let mode = if quick { "quick" } else { "full" };
     Ok(Some(Options {
+        demo,
         quick,
         rounds: rounds.unwrap_or(if quick { 1 } else { 3 }),
         configs,
@@ -175,8 +205,9 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
                 .join("build/bench")
                 .join(format!("{}-{mode}", run::utc_stamp()))
         }),
-        limits,
-        plots,
+        // The demo's table has no column for the machine's limits, nor plots.
+        limits: limits && !demo,
+        plots: plots && !demo,
         imb,
         timeout: timeout.unwrap_or(Duration::from_secs(if quick { 120 } else { 900 })),
         bench_args,
@@ -276,7 +307,11 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
 
     let summaries = results::summarise(&samples);
     let table = report::table(&summaries, &names, &opts.baseline, opts.rounds);
-    print!("{table}");
+    if opts.demo {
+        print!("{}", demo::table(&summaries, &names));
+    } else {
+        print!("{table}");
+    }
     let mut text = table.clone();
     text.push_str(&report::winners(&summaries, &names));
     write_file(&opts.out.join("summary.txt"), &text)?;
@@ -322,8 +357,9 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         let _ = std::os::unix::fs::symlink(opts.out.file_name().unwrap_or_default(), &latest);
     }
     eprintln!(
-        "rmca-bench: results in {} (summary.txt, samples.csv, summary.csv, results.json, *.png)",
-        opts.out.display()
+        "rmca-bench: results in {} (summary.txt, samples.csv, summary.csv, results.json{})",
+        opts.out.display(),
+        if opts.plots { ", *.png" } else { "" }
     );
     if failures.is_empty() {
         Ok(ExitCode::SUCCESS)
@@ -372,6 +408,20 @@ mod tests {
         assert_eq!(o.rounds, 1);
         assert_eq!(o.bench_args, vec!["--quick"]);
         assert_eq!(o.baseline, "stock-tcp");
+    }
+
+    #[test]
+    fn demo_pairs_ours_with_stock_and_measures_four_points() {
+        let o = parse(&["--demo"]).unwrap().unwrap();
+        assert!(o.demo && o.quick && !o.limits && !o.plots);
+        assert_eq!(o.rounds, 1);
+        assert_eq!(o.bench_args, demo::mpibench_args());
+        let names: Vec<&str> = o.configs.iter().map(|c| c.config.name.as_str()).collect();
+        for (ours, stock, _) in demo::PAIRS {
+            if names.contains(ours) {
+                assert!(names.contains(stock), "{names:?}");
+            }
+        }
     }
 
     #[test]
