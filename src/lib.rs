@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 pub mod conformance;
 pub mod mpi4py;
+pub mod shm;
 pub mod static_ompi;
 
 /// Where the ranks of a job run.
@@ -321,6 +322,7 @@ pub struct Job {
     env: Vec<(String, String)>,
     mpirun_args: Vec<String>,
     launcher: Vec<String>,
+    keep_residue: bool,
 }
 
 impl Job {
@@ -335,7 +337,15 @@ impl Job {
             env: Vec::new(),
             mpirun_args: Vec::new(),
             launcher: Vec::new(),
+            keep_residue: false,
         }
+    }
+
+    /// Leaves what a failed job left in /dev/shm for the caller to inspect (by default
+    /// stock vader's abandoned segments of a failed job are removed: see [`shm`]).
+    pub fn keep_residue(mut self) -> Job {
+        self.keep_residue = true;
+        self
     }
 
     /// Arguments for the program.
@@ -423,6 +433,7 @@ impl Job {
         let _serial = (self.config.loss.is_some() || self.config.one_at_a_time)
             .then(|| SERIAL.lock().unwrap_or_else(|e| e.into_inner()));
         let line = self.command_line();
+        let shm_before = (!self.keep_residue).then(shm::entries);
         let mut command = Command::new(&line[0]);
         command.args(&line[1..]);
         // Another installation uses its own component directory: a DSO of ours from
@@ -464,6 +475,9 @@ impl Job {
         };
         // Daemons or ranks can outlive mpirun after a failure: take the group down.
         kill_group(child.id());
+        if let Some(before) = shm_before.filter(|_| timed_out || !status.success()) {
+            shm::remove_abandoned_vader_segments(&before, Duration::from_secs(2));
+        }
         JobOutput {
             command: format!("{component_path_env}{}", line.join(" ")),
             code: status.code(),

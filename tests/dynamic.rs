@@ -18,6 +18,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use mca_harness::shm::{entries as shm_entries, in_use};
 use mca_harness::{Job, JobOutput, McaConfig, program};
 
 /// How long one spawn_traffic run may take (each passes in under 10 s here).
@@ -53,17 +54,6 @@ fn rsmcuda(btl: &str) -> McaConfig {
     McaConfig::new(&btl.replace(',', "-"), &[("pml", "ob1"), ("btl", btl)])
 }
 
-/// The names in /dev/shm.
-fn shm_entries() -> BTreeSet<String> {
-    std::fs::read_dir("/dev/shm")
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Whether `name` is an object this configuration's transports create in /dev/shm:
 /// vader's `vader_segment.<host>...`, rsmcuda's `rsmcuda-<job>-<node hash>`, and for an
 /// MTL (stock ofi, rofi) libfabric shm's `<pid>:<domain>:<endpoint>` regions and `fi_*`
@@ -85,27 +75,6 @@ fn could_create(config: &McaConfig, name: &str) -> bool {
     (btl.contains("vader") && name.starts_with("vader_segment."))
         || (btl.contains("rsmcuda") && name.starts_with("rsmcuda-"))
         || (!mtl.is_empty() && (libfabric_region || name.starts_with("fi_")))
-}
-
-/// Whether a live process has /dev/shm/`name` mapped or open (then it belongs to a job
-/// still running, e.g. another session's, not to ours, which is over).
-fn in_use(name: &str) -> bool {
-    let path = format!("/dev/shm/{name}");
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    procs.filter_map(Result::ok).any(|p| {
-        let dir = p.path();
-        let mapped = std::fs::read_to_string(dir.join("maps"))
-            .is_ok_and(|maps| maps.lines().any(|l| l.ends_with(&path)));
-        mapped
-            || std::fs::read_dir(dir.join("fd")).is_ok_and(|fds| {
-                fds.filter_map(Result::ok).any(|fd| {
-                    std::fs::read_link(fd.path())
-                        .is_ok_and(|t| t.to_string_lossy().starts_with(&path))
-                })
-            })
-    })
 }
 
 /// The environment variable that marks the processes of one job of this file: mpirun
@@ -173,7 +142,7 @@ fn run_marked(config: &McaConfig, job: Job, exe: &Path) -> (JobOutput, Vec<u32>,
         JOBS.fetch_add(1, Ordering::Relaxed)
     );
     let before = shm_entries();
-    let out = job.env(MARKER, &marker).run();
+    let out = job.env(MARKER, &marker).keep_residue().run();
     let (survivors, left) = leftovers(config, exe, &marker, &before);
     (out, survivors, left)
 }
