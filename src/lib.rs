@@ -218,6 +218,11 @@ pub fn component_build_dir() -> PathBuf {
         .map_or_else(|| repo_root().join("build/mca"), PathBuf::from)
 }
 
+/// Open MPI's own component directory (`ompi_info --path pkglibdir`).
+pub fn system_component_dir() -> &'static str {
+    env!("RMCA_SYSTEM_COMPONENT_DIR")
+}
+
 /// The component search path: ours first, then the system's.
 pub fn component_path() -> String {
     let ours = component_build_dir();

@@ -82,9 +82,66 @@ const RUSNIC_LOSS: LossTarget = LossTarget {
     ],
 };
 
+/// Where `default+ours` finds our components: a scratch `make install`
+/// (configure-support/install-components, the same script) made by [`prepare`].
+pub fn installed_dir() -> std::path::PathBuf {
+    mca_harness::repo_root().join("build/bench/installed")
+}
+
+/// A job with no `--mca` flag at all, seeing the components in `dirs` (then the
+/// system's): what a user's default job gets.
+fn default_job(
+    name: &str,
+    dirs: &str,
+    needs: Option<&'static str>,
+    about: &'static str,
+) -> BenchConfig {
+    let path = if dirs.is_empty() {
+        mca_harness::system_component_dir().to_owned()
+    } else {
+        format!("{dirs}:{}", mca_harness::system_component_dir())
+    };
+    let mut c = stock(name, &[], about);
+    c.config = c.config.with_env("OMPI_MCA_mca_base_component_path", &path);
+    c.needs = needs;
+    c
+}
+
+/// Makes what the configurations need before they run: the scratch install of
+/// `default+ours`.
+pub fn prepare(configs: &[BenchConfig]) -> Result<(), String> {
+    if !configs.iter().any(|c| c.config.name == "default+ours") {
+        return Ok(());
+    }
+    let dir = installed_dir();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(
+        mca_harness::repo_root().join("configure-support/install-components"),
+    )
+    .arg(component_build_dir())
+    .arg(&dir)
+    .output()
+    .map_err(|e| format!("install-components: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "install-components into {} failed: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(())
+}
+
 /// Every configuration known by name, stock first.
 pub fn registry() -> Vec<BenchConfig> {
+    let installed = installed_dir().display().to_string();
     vec![
+        default_job(
+            "default",
+            "",
+            None,
+            "no --mca flag, Open MPI's own components only (Debian's defaults: ob1 + vader here)",
+        ),
         BenchConfig {
             loss: Some(LossTarget {
                 proto: "tcp",
@@ -202,6 +259,12 @@ pub fn registry() -> Vec<BenchConfig> {
             &[("pml", "ob1"), ("btl", "self,rsmcuda")],
             "mca_btl_rsmcuda.so",
             "ob1 + rsmcuda shared memory (host path)",
+        ),
+        default_job(
+            "default+ours",
+            &installed,
+            Some("mca_btl_rsmcuda.so"),
+            "no --mca flag after `make install` of ours (a scratch install): must match default",
         ),
     ]
 }

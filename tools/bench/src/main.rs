@@ -57,9 +57,15 @@ struct Options {
 
 fn default_configs(quick: bool) -> Vec<BenchConfig> {
     let stock: &[&str] = if quick {
-        &["stock-tcp", "stock-vader", "stock-ofi-tcp"]
+        &["stock-tcp", "stock-vader", "stock-ofi-tcp", "default"]
     } else {
-        &["stock-tcp", "stock-vader", "stock-ofi-tcp", "stock-ofi-rxd"]
+        &[
+            "stock-tcp",
+            "stock-vader",
+            "stock-ofi-tcp",
+            "stock-ofi-rxd",
+            "default",
+        ]
     };
     configs::registry()
         .into_iter()
@@ -136,9 +142,13 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
                 ));
             }
             "--list" => {
+                // A closed pipe (`| head`) ends the list quietly.
+                let mut out = std::io::stdout().lock();
                 for c in configs::registry() {
                     let state = if c.available() { "" } else { "  (not built)" };
-                    println!("{:<14} {}{state}", c.config.name, c.about);
+                    if writeln!(out, "{:<14} {}{state}", c.config.name, c.about).is_err() {
+                        break;
+                    }
                 }
                 return Ok(None);
             }
@@ -254,6 +264,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), String> {
 fn measure(opts: &Options) -> Result<ExitCode, String> {
     std::fs::create_dir_all(opts.out.join("runs"))
         .map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    configs::prepare(&opts.configs)?;
     let names: Vec<String> = opts.configs.iter().map(|c| c.config.name.clone()).collect();
     let per_round =
         opts.configs.len() * (1 + usize::from(opts.imb.is_some())) + usize::from(opts.limits);
