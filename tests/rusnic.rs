@@ -1,6 +1,7 @@
 //! The rusnic BTL under real mpirun: the conformance suite on both backends, under
 //! in-process fault injection, under nftables loss on its UDP ports, across two
-//! namespace hosts, mpi4py, and the errors users must get instead of a hang.
+//! namespace hosts, mpi4py, datagrams forged and replayed from outside the job, and the
+//! errors users must get instead of a hang.
 //!
 //! Build first: `make components` (the harness loads build/mca/mca_btl_rusnic.so).
 
@@ -460,4 +461,106 @@ fn only_the_component_symbol_is_exported() {
 #[test]
 fn rusnic_opens_a_module_only_when_named_or_opted_in() {
     mca_harness::assert_btl_opens_only_when_named("rusnic", "self,vader,rusnic");
+}
+
+/// UDP ports of the foreign-datagram test (the loss tests use 31100-31199).
+const FOREIGN_PORTS: &str = "31700-31719";
+
+/// A process outside the job sniffs the job's datagrams on the loopback (ports, sender
+/// ids, sequence numbers, an open PUT region) and sends, while the job moves 8 B to
+/// 4 MiB messages and verifies every byte: datagrams of valid format and CRC without
+/// the key, with a member's sender id and the next sequence numbers, ACKs for
+/// everything, PUTs into the open region, and replays of captured datagrams. The job
+/// completes with every byte right; every crafted datagram that arrived is counted in
+/// `num_foreign_recvs` (pvar and statistics line); the replays are discarded by the
+/// receive window as old.
+#[test]
+fn foreign_datagrams_are_dropped_and_counted() {
+    let (lo, hi) = FOREIGN_PORTS.split_once('-').expect("a range");
+    let cfg = rusnic()
+        .with("btl_rusnic_port_min", lo)
+        .with("btl_rusnic_port_max", hi)
+        .with("btl_rusnic_stats", "3600");
+    let forge = mca_harness::repo_root().join("tests/foreign/forge.py");
+    let attacker = std::process::Command::new("python3")
+        .arg(&forge)
+        .args(["--ports", FOREIGN_PORTS, "--sniff-seconds", "8"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs tests/foreign/forge.py");
+    let out = Job::new(&cfg, 2, program("foreign_traffic"))
+        .args(&["--seconds", "6"])
+        .timeout(Duration::from_secs(90))
+        .run();
+    let attack = attacker.wait_with_output().expect("forge.py ends");
+    let report = String::from_utf8_lossy(&attack.stdout).into_owned();
+    let why = format!(
+        "forge.py: {report}{}\n{}",
+        String::from_utf8_lossy(&attack.stderr),
+        out.report()
+    );
+    out.assert_passed();
+    assert!(attack.status.success(), "nothing captured: {why}");
+    let crafted = json_u64(&report, "\"crafted\": ");
+    let puts = json_u64(&report, "\"put\": ");
+    let replayed_data = json_u64(&report, "\"replay_data\": ");
+    let lost = ["RcvbufErrors", "NoPorts"]
+        .iter()
+        .map(|k| {
+            let after = report.split("\"udp_after\"").nth(1).unwrap_or("");
+            let before = report.split("\"udp_after\"").next().unwrap_or("");
+            let key = format!("\"{k}\": ");
+            json_u64(after, &key).saturating_sub(json_u64(before, &key))
+        })
+        .sum::<u64>();
+    assert!(
+        crafted >= 600 && puts > 0,
+        "too few crafted datagrams: {why}"
+    );
+    let text = format!("{}{}", out.stdout, out.stderr);
+    let foreign = stats_counter(&text, false, " foreign ");
+    let old = stats_counter(&text, false, " dup ") + oow_low(&text);
+    println!(
+        "crafted {crafted} (put {puts}), lost by the kernel {lost}, counted foreign {foreign}, \
+         replayed data segments {replayed_data}, data segments seen as old {old}"
+    );
+    assert!(
+        foreign + lost >= crafted && foreign <= crafted,
+        "crafted {crafted}, kernel drops {lost}, counted foreign {foreign}: {why}"
+    );
+    // The replays passed the key check (they are real datagrams) and the window threw
+    // them away: every one is a duplicate or below the window.
+    assert!(
+        old + lost >= replayed_data,
+        "replayed {replayed_data} data segments, {old} seen as old: {why}"
+    );
+    let info = ompi_info_params("btl", "rusnic");
+    assert!(
+        info.contains("performance \"btl_rusnic_num_foreign_recvs\""),
+        "pvar missing:\n{info}"
+    );
+}
+
+/// The number after `key` in forge.py's JSON line (0 if absent).
+fn json_u64(text: &str, key: &str) -> u64 {
+    text.split(key)
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Sum over ranks of the low part of "oow L/H" in the statistics lines.
+fn oow_low(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.contains("btl:rusnic rank"))
+        .filter_map(|l| {
+            l.split(" oow ")
+                .nth(1)?
+                .split('/')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
 }

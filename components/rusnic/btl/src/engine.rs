@@ -6,9 +6,9 @@ use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
 use rusnic_core::fault::{FaultConfig, FaultInjector};
-use rusnic_core::wire::{self, MAX_DATA_HEADER_LEN};
+use rusnic_core::wire::MAX_DATA_HEADER_LEN;
 use rusnic_core::{
-    Channel, Config, ConfigError, Endpoint, Event, Instant, SendError, Shared, Stats, Transmit,
+    Channel, Config, ConfigError, Endpoint, Event, Instant, Key, SendError, Shared, Stats, Transmit,
 };
 
 use crate::backend::{Backend, index};
@@ -40,6 +40,8 @@ impl Waiting {
 
 pub struct Engine {
     local_id: u64,
+    /// Our secret, published to the job in the modex: every datagram must carry its tag.
+    key: Key,
     /// Created at the first add_procs, when ob1's effective fragment limits are known.
     core: Option<Endpoint>,
     backend: Box<dyn Backend>,
@@ -68,12 +70,13 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(
-        local_id: u64,
+        (local_id, key): (u64, Key),
         backend: Box<dyn Backend>,
         faults: Option<(u64, FaultConfig)>,
     ) -> Self {
         Engine {
             local_id,
+            key,
             core: None,
             backend,
             addrs: HashMap::new(),
@@ -93,7 +96,7 @@ impl Engine {
     /// Creates the core on first use; later calls keep the first configuration.
     pub fn configure(&mut self, cfg: Config) -> Result<(), ConfigError> {
         if self.core.is_none() {
-            self.core = Some(Endpoint::new(cfg, self.local_id)?);
+            self.core = Some(Endpoint::new_keyed(cfg, self.local_id, self.key)?);
         }
         Ok(())
     }
@@ -106,9 +109,17 @@ impl Engine {
         self.addrs.contains_key(&peer)
     }
 
-    pub fn add_peer(&mut self, peer: u64, local_isn: u16, peer_isn: u16, addrs: [SocketAddrV4; 2]) {
+    /// Adds a peer from its contact: ISNs, its key (what we send it is tagged with it)
+    /// and its two channels' addresses.
+    pub fn add_peer(
+        &mut self,
+        peer: u64,
+        (local_isn, peer_isn): (u16, u16),
+        key: Key,
+        addrs: [SocketAddrV4; 2],
+    ) {
         if let Some(core) = self.core.as_mut() {
-            core.add_peer(peer, local_isn, peer_isn);
+            core.add_peer_keyed(peer, local_isn, peer_isn, key);
             self.addrs.insert(peer, addrs);
         }
     }
@@ -447,7 +458,8 @@ fn receive_in_place(
         let Some(len) = backend.peek(ch, &mut head) else {
             return InPlace::Drained(n);
         };
-        let plan = wire::peek_put(&head[..len.min(head.len())], len)
+        let plan = core
+            .peek_put(&head[..len.min(head.len())], len)
             .filter(|(_, p)| core.accepts_placed_put(ch, len, p))
             .and_then(|(hlen, p)| {
                 let at = p

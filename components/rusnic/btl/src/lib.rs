@@ -32,6 +32,7 @@ use crate::engine::Engine;
 use crate::modex::Contact;
 use crate::module::Rusnic;
 use crate::params::BackendKind;
+use rusnic_core::Key;
 
 static STREAM: OnceLock<Stream> = OnceLock::new();
 
@@ -59,6 +60,28 @@ fn random_isn() -> u16 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());
     h.finish() as u16
+}
+
+/// This process's secret for the datagram tag, published in the modex. From the
+/// kernel's random pool; where /dev/urandom cannot be read (a chroot without /dev),
+/// from std's `RandomState`, whose keys come from the same pool (getrandom) and differ
+/// per process, hashed with the time and pid so two draws differ.
+fn random_key() -> Key {
+    use std::io::Read;
+    let mut b = [0u8; Key::LEN];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    if read.is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        for (i, half) in b.chunks_exact_mut(8).enumerate() {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u64(nanos ^ i as u64);
+            h.write_u32(std::process::id());
+            half.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    Key::from_bytes(b)
 }
 
 impl BtlComponent for Component {
@@ -96,6 +119,7 @@ impl BtlComponent for Component {
         let p = params::get();
         let local_id = mca::proc::my_name_hash();
         let isn = random_isn();
+        let key = random_key();
         let kind = p.backend_kind();
         let mut contact = Contact {
             backend: kind as u8,
@@ -106,6 +130,7 @@ impl BtlComponent for Component {
             payload_crc: params::get().payload_crc() as u8,
             ports: [0, 0],
             addrs: Vec::new(),
+            key,
         };
         // Installed beside Open MPI's own BTLs, rusnic stays out of jobs that did not
         // ask for it: a module that reaches peers is progressed by ob1 even while
@@ -234,6 +259,6 @@ fn open_module(local_id: u64, contact: &mut Contact) -> Option<Rusnic> {
         let seed = (p.fault_seed.get() as u64) ^ local_id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         (seed, f)
     });
-    let engine = Engine::new(local_id, backend, faults);
+    let engine = Engine::new((local_id, contact.key), backend, faults);
     Some(Rusnic::new(engine, selected, contact.clone(), local_id))
 }

@@ -1,9 +1,13 @@
-//! What each process publishes for its peers: where its two channels listen and the
-//! protocol settings both ends must agree on.
+//! What each process publishes for its peers: where its two channels listen, the
+//! protocol settings both ends must agree on, and the key its peers tag datagrams to it
+//! with (the modex reaches the job's processes only).
 
 use std::net::Ipv4Addr;
 
-const VERSION: u8 = 2;
+use rusnic_core::Key;
+
+/// 3: the key (version 2 had none; a peer from such a build is refused by name).
+const VERSION: u8 = 3;
 
 /// The modex blob (little-endian, versioned).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +25,8 @@ pub struct Contact {
     pub ports: [u16; 2],
     /// Usable IPv4 addresses with their prefix lengths.
     pub addrs: Vec<(Ipv4Addr, u8)>,
+    /// The publisher's secret: datagrams to it must carry this key's tag.
+    pub key: Key,
 }
 
 impl Contact {
@@ -33,6 +39,7 @@ impl Contact {
         b.push(self.payload_crc);
         b.extend_from_slice(&self.ports[0].to_le_bytes());
         b.extend_from_slice(&self.ports[1].to_le_bytes());
+        b.extend_from_slice(&self.key.to_bytes());
         let n = self.addrs.len().min(255);
         b.push(n as u8);
         for (ip, prefix) in &self.addrs[..n] {
@@ -43,7 +50,8 @@ impl Contact {
     }
 
     pub fn decode(b: &[u8]) -> Result<Contact, String> {
-        const FIXED: usize = 18;
+        const KEY: usize = 17;
+        const FIXED: usize = KEY + Key::LEN + 1;
         if b.len() < FIXED {
             return Err(format!("contact blob of {} bytes is truncated", b.len()));
         }
@@ -54,7 +62,7 @@ impl Contact {
             ));
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
-        let n = usize::from(b[17]);
+        let n = usize::from(b[FIXED - 1]);
         if b.len() != FIXED + 5 * n {
             return Err(format!(
                 "contact blob of {} bytes does not hold {n} addresses",
@@ -76,6 +84,7 @@ impl Contact {
             payload_crc: b[12],
             ports: [u16_at(13), u16_at(15)],
             addrs,
+            key: Key::from_bytes(b[KEY..KEY + Key::LEN].try_into().expect("16 bytes")),
         })
     }
 }
@@ -95,6 +104,7 @@ mod tests {
             payload_crc: 1,
             ports: [31100, 31101],
             addrs: vec![(Ipv4Addr::LOCALHOST, 8), (Ipv4Addr::new(10, 77, 0, 2), 24)],
+            key: Key::from_bytes([0x5A; Key::LEN]),
         };
         let b = c.encode();
         assert_eq!(Contact::decode(&b).unwrap(), c);
@@ -103,5 +113,9 @@ mod tests {
         let mut v = b.clone();
         v[0] = 9;
         assert!(Contact::decode(&v).unwrap_err().contains("version"));
+        // A contact from the build before the key (version 2) is refused by name.
+        v[0] = 2;
+        let e = Contact::decode(&v).unwrap_err();
+        assert!(e.contains("version 2") && e.contains("speaks 3"), "{e}");
     }
 }

@@ -374,7 +374,7 @@ impl Rusnic {
             contact.ports
         );
         let mut eng = self.engine();
-        eng.add_peer(id, self.isn, contact.isn, addrs);
+        eng.add_peer(id, (self.isn, contact.isn), contact.key, addrs);
         // Same-node traffic goes through the loopback, a memory-to-memory copy: there the
         // header's CRC is enough, when both ends agreed to that (checked above).
         let settings = params::get();

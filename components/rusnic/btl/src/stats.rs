@@ -44,6 +44,7 @@ counters! {
     num_old_dup_acks: Counter, "ACKs older than the cumulative ACK";
     num_dup_acks: Counter, "Duplicate ACKs while data was outstanding";
     num_crc_errors: Counter, "Datagrams with a bad CRC-32C, dropped";
+    num_foreign_recvs: Counter, "Datagrams of valid format and CRC without this process's job key (not from a job member), dropped before anything else is looked at";
     num_truncated_recvs: Counter, "Truncated datagrams, dropped";
     num_malformed_recvs: Counter, "Malformed datagrams, dropped";
     num_rx_overruns: Counter, "Segments beyond the advertised receive buffers (should stay 0)";
@@ -74,7 +75,7 @@ pub fn publish(s: &Stats) {
 pub fn line(rank: u32, s: &Stats) -> String {
     format!(
         "btl:rusnic rank {rank}: sends {} (frag {} chunk {} put {} ack {}) resends {} (timeout {} fast {}) \
-         recvs {} (frag {} chunk {} put {} ack {}) dup {} oow {}/{} badfrag {} crc {} malformed {} \
+         recvs {} (frag {} chunk {} put {} ack {}) dup {} oow {}/{} badfrag {} crc {} foreign {} malformed {} \
          unknown {} backoffs {} window-hwm {}/{}",
         s.num_total_sends,
         s.num_frag_sends,
@@ -94,6 +95,7 @@ pub fn line(rank: u32, s: &Stats) -> String {
         s.num_oow_high_recvs,
         s.num_badfrag_recvs,
         s.num_crc_errors,
+        s.num_foreign_recvs,
         s.num_malformed_recvs,
         s.num_unk_recvs,
         s.num_backoffs,

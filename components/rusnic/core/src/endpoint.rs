@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::auth::Key;
 use crate::config::{Config, ConfigError};
 use crate::connection::{Connection, ConnectionParams};
 use crate::event::{Event, PutTarget, SendError, Shared, Transmit};
@@ -20,6 +21,8 @@ use crate::wire::{self, Channel, Packet};
 pub struct Endpoint {
     cfg: Config,
     local_id: u64,
+    /// Our secret: every datagram must be tagged with it ([`crate::auth`]).
+    key: Key,
     peers: BTreeMap<u64, Connection>,
     /// Peer ids in insertion order, for round-robin fairness.
     order: Vec<u64>,
@@ -35,6 +38,7 @@ impl Endpoint {
         Ok(Endpoint {
             cfg,
             local_id,
+            key: Key::ZERO,
             peers: BTreeMap::new(),
             order: Vec::new(),
             next_tx: 0,
@@ -43,8 +47,26 @@ impl Endpoint {
         })
     }
 
-    /// Adds (or replaces) the connection to `peer_id` with the ISNs from the modex.
+    /// An endpoint whose datagrams must carry `key`'s tag: every datagram is checked
+    /// against it before anything else is read ([`DecodeError::Foreign`] otherwise,
+    /// counted in `num_foreign_recvs`). [`Endpoint::new`] uses [`Key::ZERO`].
+    ///
+    /// [`DecodeError::Foreign`]: crate::wire::DecodeError::Foreign
+    pub fn new_keyed(cfg: Config, local_id: u64, key: Key) -> Result<Endpoint, ConfigError> {
+        let mut e = Endpoint::new(cfg, local_id)?;
+        e.key = key;
+        Ok(e)
+    }
+
+    /// Adds (or replaces) the connection to `peer_id` with the ISNs from the modex;
+    /// datagrams to it are tagged with [`Key::ZERO`] (see [`Endpoint::add_peer_keyed`]).
     pub fn add_peer(&mut self, peer_id: u64, local_isn: u16, peer_isn: u16) {
+        self.add_peer_keyed(peer_id, local_isn, peer_isn, Key::ZERO);
+    }
+
+    /// Adds (or replaces) the connection to `peer_id` with the ISNs and the key from
+    /// its modex contact: what we send it is tagged with `peer_key`.
+    pub fn add_peer_keyed(&mut self, peer_id: u64, local_isn: u16, peer_isn: u16, peer_key: Key) {
         let params = ConnectionParams {
             local_id: self.local_id,
             peer_id,
@@ -52,10 +74,11 @@ impl Endpoint {
             peer_isn,
             seed: self.local_id.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ peer_id,
         };
-        let Ok(conn) = Connection::new(self.cfg.clone(), params) else {
+        let Ok(mut conn) = Connection::new(self.cfg.clone(), params) else {
             // The configuration was validated in `new` and is immutable since.
             return;
         };
+        conn.set_keys(self.key, peer_key);
         if self.peers.insert(peer_id, conn).is_none() {
             self.order.push(peer_id);
         }
@@ -186,10 +209,17 @@ impl Endpoint {
     ) {
         self.stats.num_total_recvs += 1;
         let len = head.len() + payload.len();
-        match wire::decode_parts(head, payload) {
+        match wire::decode_parts(head, payload, &self.key) {
             Ok(p) => self.route(now, channel, from, len, &p, Some(target)),
             Err(e) => self.stats.count_decode_error(e),
         }
+    }
+
+    /// [`wire::peek_put`] with this endpoint's key: the validated header of a PUT
+    /// segment with a header-only CRC, from the first bytes of a datagram of `len`.
+    #[must_use]
+    pub fn peek_put<'a>(&self, prefix: &'a [u8], len: usize) -> Option<(usize, Packet<'a>)> {
+        wire::peek_put(prefix, len, &self.key)
     }
 
     /// [`Connection::accepts_placed_put`] on the connection the header names.
@@ -209,7 +239,7 @@ impl Endpoint {
         target: Option<&mut dyn PutTarget>,
     ) {
         self.stats.num_total_recvs += 1;
-        match wire::decode(bytes) {
+        match wire::decode_keyed(bytes, &self.key) {
             Ok(p) => self.route(now, channel, from, bytes.len(), &p, target),
             Err(e) => self.stats.count_decode_error(e),
         }

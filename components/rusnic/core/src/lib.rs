@@ -7,13 +7,15 @@
 //! see [`Connection`] for the driving contract, the README for the protocol, and [`wire`]
 //! for the wire format.
 //!
-//! Module map: [`seq`] sequence arithmetic, [`wire`] encoding, [`crc`] checksum,
+//! Module map: [`seq`] sequence arithmetic, [`wire`] encoding, [`crc`] checksum, [`auth`]
+//! the keyed tag that keeps datagrams from outside the job out,
 //! `window` send/receive windows, [`rto`] timeout estimation, [`flow`] credits and
 //! backoff, `reassembly`, `connectivity`, [`Connection`] and [`Endpoint`], [`Stats`],
 //! [`Config`], and [`fault`] for seeded fault injection.
 
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod config;
 mod connection;
 mod connectivity;
@@ -32,6 +34,7 @@ pub mod time;
 mod window;
 pub mod wire;
 
+pub use auth::Key;
 pub use config::{Config, ConfigError};
 pub use connection::{Connection, ConnectionParams};
 pub use endpoint::Endpoint;

@@ -46,6 +46,9 @@ pub struct Stats {
     pub num_dup_acks: u64,
     /// Datagrams whose CRC-32C did not match.
     pub num_crc_errors: u64,
+    /// Datagrams of valid format and CRC whose `auth` tag is not our key's: not made by a
+    /// member of the job. Dropped before any field is trusted.
+    pub num_foreign_recvs: u64,
     /// Datagrams shorter than their header says.
     pub num_truncated_recvs: u64,
     /// Datagrams that violate the wire format or the connection's limits.
@@ -96,6 +99,7 @@ impl Stats {
             num_old_dup_acks,
             num_dup_acks,
             num_crc_errors,
+            num_foreign_recvs,
             num_truncated_recvs,
             num_malformed_recvs,
             num_bad_version_recvs,
@@ -115,6 +119,7 @@ impl Stats {
             E::Truncated => self.num_truncated_recvs += 1,
             E::BadMagic(_) | E::BadVersion(_) => self.num_bad_version_recvs += 1,
             E::BadCrc => self.num_crc_errors += 1,
+            E::Foreign => self.num_foreign_recvs += 1,
             E::Malformed(_) => self.num_malformed_recvs += 1,
         }
     }
@@ -124,6 +129,7 @@ impl Stats {
         self.num_truncated_recvs
             + self.num_bad_version_recvs
             + self.num_crc_errors
+            + self.num_foreign_recvs
             + self.num_malformed_recvs
     }
 }

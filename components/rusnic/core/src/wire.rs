@@ -1,6 +1,6 @@
-//! Wire format, version 1.
+//! Wire format, version 2.
 //!
-//! Every datagram starts with a fixed 28-byte header, followed by optional extensions in
+//! Every datagram starts with a fixed 32-byte header, followed by optional extensions in
 //! a fixed order and then the payload. All multi-byte fields are little-endian and
 //! encoded field by field (no struct transmutes, no padding). Unlike the reference's
 //! 32/48-byte host-order C structs this format is not wire-compatible with the C usnic
@@ -21,9 +21,11 @@
 //! +-------------------------------+-------------------------------+
 //! |         credits (u16)         |       payload_len (u16)       | 20
 //! +-------------------------------+-------------------------------+
-//! |  crc32c over all bytes except this field (u32) (see HDR_CRC)  | 24
+//! |  crc32c over all bytes except this and auth (u32) (HDR_CRC)   | 24
 //! +---------------------------------------------------------------+
-//! | sack_count x { start seq (u16) | length (u16) }               | 28  (ACK only)
+//! |  auth: SipHash-2-4(receiver's key, header + extensions) (u32) | 28
+//! +---------------------------------------------------------------+
+//! | sack_count x { start seq (u16) | length (u16) }               | 32  (ACK only)
 //! +---------------------------------------------------------------+
 //! | frag_id (u32) | frag_size (u32) | offset (u32)                |     (CHUNK only)
 //! +---------------------------------------------------------------+
@@ -49,16 +51,23 @@
 //! * `credits`: how many sequence numbers starting at `ack` the receiver has buffers for.
 //! * SACK blocks: ranges of sequence numbers above `ack` that arrived out of order.
 //! * `crc32c`: see [`crate::crc`] for why; a datagram with a wrong CRC is dropped.
+//! * `auth`: the low 32 bits of SipHash-2-4 under the receiver's key over the header and
+//!   extensions with this field left out (the CRC field included, which binds the
+//!   payload it covers); checked right after the CRC, before any field is trusted: a
+//!   datagram not made by a job member is dropped as [`DecodeError::Foreign`] (see
+//!   [`crate::auth`]).
 //!
 //! The total length must equal exactly the header, the extensions and `payload_len`.
 //! [`decode`] validates every field and returns an error instead of panicking on any input.
 
+use crate::auth::Key;
 use crate::crc::Crc32c;
 
 pub const MAGIC: u8 = 0xB5;
-pub const VERSION: u8 = 1;
+/// 2: the `auth` field (version 1 had none and a 28-byte header).
+pub const VERSION: u8 = 2;
 /// Fixed header length.
-pub const HEADER_LEN: usize = 28;
+pub const HEADER_LEN: usize = 32;
 pub const SACK_BLOCK_LEN: usize = 4;
 pub const CHUNK_EXT_LEN: usize = 12;
 pub const PUT_EXT_LEN: usize = 8;
@@ -73,6 +82,11 @@ pub const MAX_DATA_HEADER_LEN: usize = HEADER_LEN + CHUNK_EXT_LEN + PUT_EXT_LEN;
 pub const SMALL_PROBE_LEN: usize = HEADER_LEN + PROBE_EXT_LEN;
 
 const CRC_OFFSET: usize = 24;
+const AUTH_OFFSET: usize = 28;
+/// Bytes the CRC and the tag skip (they hold the two checks).
+const CHECKS_END: usize = AUTH_OFFSET + 4;
+/// Largest header and extensions the shape fields can describe (valid or not).
+const MAX_HEADER_LEN: usize = MAX_ACK_LEN + CHUNK_EXT_LEN + PUT_EXT_LEN + PROBE_EXT_LEN;
 
 /// Which of the two per-peer channels a datagram travels on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -242,11 +256,16 @@ impl<'a> Packet<'a> {
         header_len(self.kind, self.sacks.len(), self.put_addr.is_some()) + self.payload.len()
     }
 
-    /// Appends everything but the payload to `out`, the checksum covering the payload
-    /// too unless `payload_crc` is false: the datagram is that header followed by
-    /// `payload` (sent by gather, so the payload is never copied). [`Packet::encode`] is
-    /// the contiguous form.
+    /// [`Packet::encode_header_keyed`] with [`Key::ZERO`] (tests and tools).
     pub fn encode_header(&self, out: &mut Vec<u8>) {
+        self.encode_header_keyed(out, &Key::ZERO);
+    }
+
+    /// Appends everything but the payload to `out`, the checksum covering the payload
+    /// too unless `payload_crc` is false, tagged for a receiver whose key is `key`: the
+    /// datagram is that header followed by `payload` (sent by gather, so the payload is
+    /// never copied). [`Packet::encode_keyed`] is the contiguous form.
+    pub fn encode_header_keyed(&self, out: &mut Vec<u8>, key: &Key) {
         let start = out.len();
         let mut fl = 0u8;
         if self.ack.is_some() {
@@ -280,7 +299,7 @@ impl<'a> Packet<'a> {
         out.extend_from_slice(&ack.ack.to_le_bytes());
         out.extend_from_slice(&ack.credits.to_le_bytes());
         out.extend_from_slice(&(self.payload.len() as u16).to_le_bytes());
-        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&[0; 8]);
         for b in self.sacks.as_slice() {
             out.extend_from_slice(&b.start.to_le_bytes());
             out.extend_from_slice(&b.len.to_le_bytes());
@@ -297,28 +316,37 @@ impl<'a> Packet<'a> {
             out.extend_from_slice(&p.nonce.to_le_bytes());
             out.extend_from_slice(&p.size.to_le_bytes());
         }
-        let mut c = Crc32c::new();
-        c.update(&out[start..start + CRC_OFFSET]);
-        c.update(&out[start + CRC_OFFSET + 4..]);
-        if self.payload_crc {
-            c.update(self.payload);
-        }
-        let crc = c.finish();
-        out[start + CRC_OFFSET..start + CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+        let head = &mut out[start..];
+        let crc = checksum(head, if self.payload_crc { self.payload } else { &[] });
+        head[CRC_OFFSET..AUTH_OFFSET].copy_from_slice(&crc.to_le_bytes());
+        let tag = auth_tag(head, key);
+        head[AUTH_OFFSET..CHECKS_END].copy_from_slice(&tag.to_le_bytes());
     }
 
-    /// Appends the encoding to `out`. The caller guarantees the packet is well formed
-    /// (as every packet the core builds is); [`decode`] of the result returns it again.
+    /// [`Packet::encode_keyed`] with [`Key::ZERO`] (tests and tools).
     pub fn encode(&self, out: &mut Vec<u8>) {
-        self.encode_header(out);
+        self.encode_keyed(out, &Key::ZERO);
+    }
+
+    /// Appends the encoding to `out`, tagged for a receiver whose key is `key`. The caller
+    /// guarantees the packet is well formed (as every packet the core builds is);
+    /// [`decode_keyed`] of the result with the same key returns it again.
+    pub fn encode_keyed(&self, out: &mut Vec<u8>, key: &Key) {
+        self.encode_header_keyed(out, key);
         out.extend_from_slice(self.payload);
     }
 
-    /// Convenience: encode into a fresh buffer.
+    /// Convenience: encode into a fresh buffer ([`Key::ZERO`]).
     #[must_use]
     pub fn to_vec(&self) -> Vec<u8> {
+        self.to_vec_keyed(&Key::ZERO)
+    }
+
+    /// Convenience: encode into a fresh buffer, tagged for `key`.
+    #[must_use]
+    pub fn to_vec_keyed(&self, key: &Key) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.encoded_len());
-        self.encode(&mut v);
+        self.encode_keyed(&mut v, key);
         v
     }
 }
@@ -343,9 +371,19 @@ pub fn header_len(kind: Kind, sack_count: usize, put: bool) -> usize {
 fn checksum(head: &[u8], payload: &[u8]) -> u32 {
     let mut c = Crc32c::new();
     c.update(&head[..CRC_OFFSET]);
-    c.update(&head[CRC_OFFSET + 4..]);
+    c.update(&head[CHECKS_END..]);
     c.update(payload);
     c.finish()
+}
+
+/// The `auth` tag of a header (and extensions) `head` for a receiver keyed `key`: over
+/// every byte of `head` but the tag itself, the CRC included.
+fn auth_tag(head: &[u8], key: &Key) -> u32 {
+    let mut m = [0u8; MAX_HEADER_LEN];
+    let n = head.len().min(MAX_HEADER_LEN);
+    m[..AUTH_OFFSET].copy_from_slice(&head[..AUTH_OFFSET]);
+    m[AUTH_OFFSET..n - 4].copy_from_slice(&head[CHECKS_END..n]);
+    key.tag(&m[..n - 4])
 }
 
 /// Why a datagram was rejected. Each maps to a counter in [`crate::Stats`].
@@ -359,6 +397,9 @@ pub enum DecodeError {
     BadVersion(u8),
     /// CRC-32C mismatch: corrupted in flight.
     BadCrc,
+    /// Well formed with a valid CRC, but its `auth` tag is not the one the receiver's
+    /// key gives: not made by a member of the job (or made for another receiver).
+    Foreign,
     /// A field holds a value the format forbids (the string names the rule).
     Malformed(&'static str),
 }
@@ -372,6 +413,7 @@ impl std::fmt::Display for DecodeError {
                 write!(f, "unsupported wire version {v} (we speak {VERSION})")
             }
             DecodeError::BadCrc => write!(f, "CRC-32C mismatch"),
+            DecodeError::Foreign => write!(f, "not tagged with the receiver's key"),
             DecodeError::Malformed(why) => write!(f, "malformed datagram: {why}"),
         }
     }
@@ -393,20 +435,29 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// Parses and fully validates one datagram. Never panics.
-///
-/// Checks in order: length of the fixed header, magic, version, the shape fields needed to
-/// know the full length (type, flags, SACK count), exact length, CRC, then the semantic
-/// rules of each type. Validation that needs connection state (window, MTU, configured
-/// limits) is done by the connection.
+/// [`decode_keyed`] with [`Key::ZERO`] (tests and tools).
 pub fn decode(b: &[u8]) -> Result<Packet<'_>, DecodeError> {
-    decode_split(b, Rest::Tail)
+    decode_keyed(b, &Key::ZERO)
 }
 
-/// [`decode`] of a datagram received in two parts: its header and extensions, and its
-/// payload (received elsewhere, e.g. straight into its destination).
-pub fn decode_parts<'a>(head: &'a [u8], payload: &'a [u8]) -> Result<Packet<'a>, DecodeError> {
-    decode_split(head, Rest::Bytes(payload))
+/// Parses and fully validates one datagram sent to the holder of `key`. Never panics.
+///
+/// Checks in order: length of the fixed header, magic, version, the shape fields needed to
+/// know the full length (type, flags, SACK count), exact length, CRC, the `auth` tag, then
+/// the semantic rules of each type. Validation that needs connection state (window, MTU,
+/// configured limits) is done by the connection.
+pub fn decode_keyed<'a>(b: &'a [u8], key: &Key) -> Result<Packet<'a>, DecodeError> {
+    decode_split(b, Rest::Tail, key)
+}
+
+/// [`decode_keyed`] of a datagram received in two parts: its header and extensions, and
+/// its payload (received elsewhere, e.g. straight into its destination).
+pub fn decode_parts<'a>(
+    head: &'a [u8],
+    payload: &'a [u8],
+    key: &Key,
+) -> Result<Packet<'a>, DecodeError> {
+    decode_split(head, Rest::Bytes(payload), key)
 }
 
 /// The header of a PUT segment with flag HDR_CRC at the start of a datagram of `len`
@@ -415,8 +466,8 @@ pub fn decode_parts<'a>(head: &'a [u8], payload: &'a [u8]) -> Result<Packet<'a>,
 /// or when `prefix` does not hold the whole header. Only a header-only CRC can be
 /// checked before the payload is read.
 #[must_use]
-pub fn peek_put(prefix: &[u8], len: usize) -> Option<(usize, Packet<'_>)> {
-    let p = decode_split(prefix, Rest::Unread(len)).ok()?;
+pub fn peek_put<'a>(prefix: &'a [u8], len: usize, key: &Key) -> Option<(usize, Packet<'a>)> {
+    let p = decode_split(prefix, Rest::Unread(len), key).ok()?;
     (p.put_addr.is_some() && !p.payload_crc).then(|| (header_len(p.kind, p.sacks.len(), true), p))
 }
 
@@ -430,7 +481,7 @@ enum Rest<'a> {
     Unread(usize),
 }
 
-fn decode_split<'a>(b: &'a [u8], rest: Rest<'a>) -> Result<Packet<'a>, DecodeError> {
+fn decode_split<'a>(b: &'a [u8], rest: Rest<'a>, key: &Key) -> Result<Packet<'a>, DecodeError> {
     if b.len() < HEADER_LEN {
         return Err(DecodeError::Truncated);
     }
@@ -489,6 +540,10 @@ fn decode_split<'a>(b: &'a [u8], rest: Rest<'a>) -> Result<Packet<'a>, DecodeErr
     };
     if u32_at(b, CRC_OFFSET) != checksum(b, if payload_crc { payload } else { &[] }) {
         return Err(DecodeError::BadCrc);
+    }
+    // Nothing below this line may run for a datagram a job member did not make.
+    if u32_at(b, AUTH_OFFSET) != auth_tag(b, key) {
+        return Err(DecodeError::Foreign);
     }
 
     let sender = u64_at(b, 8);

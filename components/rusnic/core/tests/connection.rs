@@ -1,12 +1,12 @@
 //! Hand-driven scenarios for one pair of connections: each test controls exactly which
 //! datagrams arrive, so a behaviour can be pinned down precisely.
 
-use rusnic_core::wire::{self, Kind};
+use rusnic_core::wire::{self, HEADER_LEN, Kind};
 use std::sync::Arc;
 
 use rusnic_core::{
-    Channel, Config, ConnError, Connection, ConnectionParams, Endpoint, Event, Instant, PutTarget,
-    SendError, Shared, Transmit,
+    Channel, Config, ConnError, Connection, ConnectionParams, Endpoint, Event, Instant, Key,
+    PutTarget, SendError, Shared, Transmit,
 };
 
 const US: u64 = 1_000;
@@ -434,7 +434,7 @@ fn placed_puts_can_be_received_in_two_parts_after_a_header_peek() {
     };
     let peeked = |t: &Transmit| {
         let whole = t.to_vec();
-        wire::peek_put(&whole[..64.min(whole.len())], whole.len()).map(|(hlen, p)| {
+        wire::peek_put(&whole[..64.min(whole.len())], whole.len(), &Key::ZERO).map(|(hlen, p)| {
             (
                 hlen,
                 p.put_addr.unwrap() + u64::from(p.chunk.unwrap().offset),
@@ -443,7 +443,8 @@ fn placed_puts_can_be_received_in_two_parts_after_a_header_peek() {
     };
     // B still requires payload CRCs from A: nothing may be placed before receipt.
     let whole = ts[0].to_vec();
-    let (hlen, head) = wire::peek_put(&whole[..64], whole.len()).expect("a HDR_CRC PUT");
+    let (hlen, head) =
+        wire::peek_put(&whole[..64], whole.len(), &Key::ZERO).expect("a HDR_CRC PUT");
     assert_eq!(hlen, ts[0].head.len());
     assert_eq!(head.put_addr, wire::decode(&whole).unwrap().put_addr);
     assert!(!eb.accepts_placed_put(Channel::Data, whole.len(), &head));
@@ -451,7 +452,7 @@ fn placed_puts_can_be_received_in_two_parts_after_a_header_peek() {
     for t in &ts {
         let (hlen, at) = peeked(t).expect("every segment of the put");
         let whole = t.to_vec();
-        let (_, head) = wire::peek_put(&whole[..64], whole.len()).unwrap();
+        let (_, head) = wire::peek_put(&whole[..64], whole.len(), &Key::ZERO).unwrap();
         assert!(eb.accepts_placed_put(t.channel, whole.len(), &head));
         // "Receive" the payload straight into place, then hand in both parts.
         let off = (at - 0x4000) as usize;
@@ -469,17 +470,17 @@ fn placed_puts_can_be_received_in_two_parts_after_a_header_peek() {
     assert_eq!(mem.bytes, data);
     // Now in the window: a duplicate must not be placed again.
     let whole = ts[0].to_vec();
-    let (_, head) = wire::peek_put(&whole[..64], whole.len()).unwrap();
+    let (_, head) = wire::peek_put(&whole[..64], whole.len(), &Key::ZERO).unwrap();
     assert!(!eb.accepts_placed_put(Channel::Data, whole.len(), &head));
     // A header that does not check out, or a segment with a payload CRC, is not peekable.
     let mut bad = whole.clone();
     bad[5] ^= 1;
-    assert!(wire::peek_put(&bad[..64], bad.len()).is_none());
+    assert!(wire::peek_put(&bad[..64], bad.len(), &Key::ZERO).is_none());
     ea.set_payload_crc(B, true, true);
     ea.put(B, 2, 0x4000, &data[..100]).unwrap();
     let (_, t) = ea.poll_transmit(Instant(0)).unwrap();
     let full = t.to_vec();
-    assert!(wire::peek_put(&full[..64.min(full.len())], full.len()).is_none());
+    assert!(wire::peek_put(&full[..64.min(full.len())], full.len(), &Key::ZERO).is_none());
 }
 
 #[test]
@@ -515,7 +516,7 @@ fn bad_datagrams_are_counted_and_dropped() {
     b.handle_datagram(Instant(1), Channel::Data, &t.to_vec());
     // Corrupted.
     let mut bad = t.to_vec();
-    bad[30] ^= 1;
+    bad[HEADER_LEN + 2] ^= 1; // payload: bytes 28..32 are the auth tag
     b.handle_datagram(Instant(1), t.channel, &bad);
     // Truncated.
     b.handle_datagram(Instant(1), t.channel, &t.to_vec()[..20]);
@@ -623,7 +624,7 @@ fn connectivity_check_pings_at_mtu_and_verifies() {
         .collect();
     assert_eq!(
         sizes,
-        vec![(Kind::Ping, 36), (Kind::Ping, 1000), (Kind::Frag, 29)]
+        vec![(Kind::Ping, 40), (Kind::Ping, 1000), (Kind::Frag, 33)]
     );
     deliver(&mut b, &ts, 10 * US);
     let back = drain(&mut b, 10 * US);

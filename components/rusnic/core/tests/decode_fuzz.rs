@@ -5,7 +5,7 @@
 use rusnic_core::crc::crc32c;
 use rusnic_core::fault::Rng;
 use rusnic_core::wire::{self, AckInfo, Channel, ChunkInfo, Kind, Packet, Probe, SackBlock};
-use rusnic_core::{Config, Connection, ConnectionParams, Event, Instant};
+use rusnic_core::{Config, Connection, ConnectionParams, Event, Instant, Key};
 
 fn valid_samples(rng: &mut Rng) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
@@ -70,12 +70,30 @@ fn valid_samples(rng: &mut Rng) -> Vec<Vec<u8>> {
     out
 }
 
+/// A valid CRC (bytes 24..28) and, where the shape fields allow, a valid tag for the
+/// zero key (28..32), so mutations reach the checks behind them.
 fn reseal(b: &mut [u8]) {
-    if b.len() >= wire::HEADER_LEN {
-        let mut v = b[..24].to_vec();
-        v.extend_from_slice(&b[28..]);
-        let c = crc32c(&v);
-        b[24..28].copy_from_slice(&c.to_le_bytes());
+    if b.len() < wire::HEADER_LEN {
+        return;
+    }
+    let mut v = b[..24].to_vec();
+    v.extend_from_slice(&b[32..]);
+    let c = crc32c(&v);
+    b[24..28].copy_from_slice(&c.to_le_bytes());
+    let kind = match b[2] {
+        1 => Kind::Ack,
+        2 => Kind::Frag,
+        3 => Kind::Chunk,
+        4 => Kind::Ping,
+        5 => Kind::Pong,
+        _ => return,
+    };
+    let hlen = wire::header_len(kind, usize::from(b[6]), b[4] & wire::flags::PUT != 0);
+    if hlen <= b.len() {
+        let mut m = b[..28].to_vec();
+        m.extend_from_slice(&b[32..hlen]);
+        let tag = Key::ZERO.tag(&m);
+        b[28..32].copy_from_slice(&tag.to_le_bytes());
     }
 }
 
@@ -129,7 +147,7 @@ fn random_and_mutated_bytes_never_panic() {
                 3 => d.push(rng.next_u64() as u8),
                 _ => {
                     // Small header fields set to edge values, the interesting ones.
-                    let j = rng.below(d.len().min(28) as u64) as usize;
+                    let j = rng.below(d.len().min(wire::HEADER_LEN) as u64) as usize;
                     d[j] = [0u8, 1, 0xff, 0x7f, 0x80][rng.below(5) as usize];
                 }
             }
@@ -172,7 +190,8 @@ fn random_and_mutated_bytes_never_panic() {
         s.num_crc_errors > 0
             && s.num_malformed_recvs > 0
             && s.num_truncated_recvs > 0
-            && s.num_bad_version_recvs > 0,
+            && s.num_bad_version_recvs > 0
+            && s.num_foreign_recvs > 0,
         "{s:?}"
     );
     assert!(conn.rx_in_glue() <= u32::from(conn.config().rx_buffers));

@@ -34,6 +34,7 @@ mod tx;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::auth::Key;
 use crate::config::{Config, ConfigError};
 use crate::connectivity::Connectivity;
 use crate::event::{ConnError, Event, SendError, Shared};
@@ -99,6 +100,10 @@ pub struct Connection {
     send_payload_crc: bool,
     /// Data segments from the peer must carry a CRC over their payload.
     require_payload_crc: bool,
+    /// Our key: datagrams to us must be tagged with it ([`crate::auth`]).
+    rx_key: Key,
+    /// The peer's key: what we send it is tagged with it.
+    tx_key: Key,
 
     // ---- sender ----
     /// Fragments waiting to be segmented.
@@ -153,6 +158,8 @@ impl Connection {
             failed: false,
             send_payload_crc: true,
             require_payload_crc: true,
+            rx_key: Key::ZERO,
+            tx_key: Key::ZERO,
             queue: VecDeque::new(),
             next_frag_id: 1,
             snd: SendWindow::new(cfg.window, snd_start),
@@ -288,6 +295,15 @@ impl Connection {
         if self.rx_limit() >= self.last_adv_limit + step {
             self.ack_due = AckDue::Now;
         }
+    }
+
+    /// The keys of the `auth` tag ([`crate::auth`]): `ours` checks what arrives (our
+    /// own secret, published to the job), `peers` tags what we send (the peer's). Both
+    /// are [`Key::ZERO`] until set, which any process can compute: a glue facing an
+    /// open network sets them before the first datagram.
+    pub fn set_keys(&mut self, ours: Key, peers: Key) {
+        self.rx_key = ours;
+        self.tx_key = peers;
     }
 
     /// Whether data segments checksum their payload (the default, both ways true).

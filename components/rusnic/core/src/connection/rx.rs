@@ -60,7 +60,7 @@ impl Connection {
         target: Option<&mut dyn PutTarget>,
     ) {
         self.stats.num_total_recvs += 1;
-        let p = match wire::decode(bytes) {
+        let p = match wire::decode_keyed(bytes, &self.rx_key) {
             Ok(p) => p,
             Err(e) => {
                 self.stats.count_decode_error(e);

@@ -81,7 +81,7 @@ impl Connection {
         p.sacks = self.rcv.sacks();
         p.rnr = self.rnr_due;
         p.ack_req = ack_req;
-        let bytes = p.to_vec();
+        let bytes = p.to_vec_keyed(&self.tx_key);
         self.ack_sent(true);
         self.stats.num_ack_sends += 1;
         Transmit::whole(Channel::Priority, bytes)
@@ -108,7 +108,7 @@ impl Connection {
         p.probe = Some(Probe { nonce, size });
         p.payload = &pad;
         self.stats.num_total_sends += 1;
-        Some(Transmit::whole(channel, p.to_vec()))
+        Some(Transmit::whole(channel, p.to_vec_keyed(&self.tx_key)))
     }
 
     /// Cuts the next segment from the queue if window and grant allow.
@@ -167,7 +167,7 @@ impl Connection {
     /// Encodes segment `seq` with the current ACK and starts its timer.
     fn transmit_segment(&mut self, seq: u64, now: Instant, resend: bool) -> Option<Transmit> {
         let ack = self.ack_info();
-        let (rnr, local) = (self.rnr_due, self.local_id);
+        let (rnr, local, key) = (self.rnr_due, self.local_id, self.tx_key);
         let send_payload_crc = self.send_payload_crc;
         let seg = self.snd.get_mut(seq)?;
         seg.sent_at = now;
@@ -194,7 +194,7 @@ impl Connection {
         let (start, end) = (seg.start, seg.start + seg.len);
         p.payload = &seg.data.bytes()[start..end];
         let mut head = Vec::with_capacity(MAX_DATA_HEADER_LEN);
-        p.encode_header(&mut head);
+        p.encode_header_keyed(&mut head, &key);
         let body = Body::new(seg.data.clone(), start, end);
         self.ack_sent(false);
         if resend {

@@ -112,18 +112,37 @@ fn layout_is_little_endian_at_documented_offsets() {
     assert_eq!(&b[..8], &[MAGIC, VERSION, 2, 1, flags::ACK, 0x99, 0, 0]);
     assert_eq!(&b[8..16], &0x1122_3344_5566_7788u64.to_le_bytes());
     assert_eq!(&b[16..24], &[0xB2, 0xA1, 0xD4, 0xC3, 0xF6, 0xE5, 3, 0]);
-    assert_eq!(&b[28..], b"xyz");
+    assert_eq!(&b[32..], b"xyz");
     let crc = u32::from_le_bytes([b[24], b[25], b[26], b[27]]);
     let mut c = Crc32c::new();
     c.update(&b[..24]);
-    c.update(&b[28..]);
+    c.update(&b[32..]);
     assert_eq!(crc, c.finish());
+    let tag = u32::from_le_bytes([b[28], b[29], b[30], b[31]]);
+    assert_eq!(
+        tag,
+        Key::ZERO.tag(&b[..28]),
+        "the tag covers the header and CRC"
+    );
 }
 
-/// Re-seal a hand-edited datagram so that the CRC does not mask the rule under test.
-fn reseal(b: &mut [u8]) {
+/// Re-seals a hand-edited datagram with a valid CRC only: its tag stays as it was.
+fn reseal_crc(b: &mut [u8]) {
     let crc = checksum(b, &[]);
     b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Re-seal a hand-edited datagram so that neither the CRC nor the tag (for
+/// [`Key::ZERO`]) masks the rule under test.
+fn reseal(b: &mut [u8]) {
+    reseal_crc(b);
+    if let Some(kind) = Kind::from_u8(b[2]) {
+        let hlen = header_len(kind, usize::from(b[6]), b[4] & flags::PUT != 0);
+        if hlen <= b.len() {
+            let tag = auth_tag(&b[..hlen], &Key::ZERO);
+            b[AUTH_OFFSET..CHECKS_END].copy_from_slice(&tag.to_le_bytes());
+        }
+    }
 }
 
 fn edited(base: &[u8], f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
@@ -150,9 +169,10 @@ fn every_rejection_path() {
         decode(&edited(frag, |b| b[0] = 0x45)),
         Err(DecodeError::BadMagic(0x45))
     );
+    // Version 1 (before the auth tag) is refused as such.
     assert_eq!(
-        decode(&edited(frag, |b| b[1] = 2)),
-        Err(DecodeError::BadVersion(2))
+        decode(&edited(frag, |b| b[1] = 1)),
+        Err(DecodeError::BadVersion(1))
     );
     assert!(malformed(decode(&edited(frag, |b| b[2] = 0))));
     assert!(malformed(decode(&edited(frag, |b| b[2] = 6))));
@@ -230,10 +250,10 @@ fn every_rejection_path() {
 
 #[test]
 fn header_lengths() {
-    assert_eq!(MAX_ACK_LEN, 60);
-    assert_eq!(MAX_DATA_HEADER_LEN, 48);
-    assert_eq!(header_len(Kind::Frag, 0, false), 28);
-    assert_eq!(header_len(Kind::Frag, 0, true), 36);
+    assert_eq!(MAX_ACK_LEN, 64);
+    assert_eq!(MAX_DATA_HEADER_LEN, 52);
+    assert_eq!(header_len(Kind::Frag, 0, false), 32);
+    assert_eq!(header_len(Kind::Frag, 0, true), 40);
     assert_eq!(header_len(Kind::Ping, 0, false), SMALL_PROBE_LEN);
 }
 
@@ -255,4 +275,70 @@ fn header_then_payload_is_the_contiguous_encoding() {
     gathered.extend_from_slice(&payload);
     assert_eq!(gathered, chunk.to_vec());
     assert_eq!(decode(&gathered), Ok(chunk));
+}
+
+fn key(n: u8) -> Key {
+    Key::from_bytes([n; Key::LEN])
+}
+
+#[test]
+fn only_the_receivers_key_is_accepted() {
+    let (ours, theirs) = (key(1), key(2));
+    for sample in samples() {
+        let p = decode(&sample).expect("valid sample");
+        let mine = p.to_vec_keyed(&ours);
+        assert_eq!(decode_keyed(&mine, &ours), Ok(p), "right key");
+        assert_eq!(decode_keyed(&mine, &theirs), Err(DecodeError::Foreign));
+        assert_eq!(decode_keyed(&sample, &ours), Err(DecodeError::Foreign));
+        assert_eq!(decode(&mine), Err(DecodeError::Foreign), "nor the zero key");
+    }
+}
+
+#[test]
+fn the_tag_covers_every_header_byte() {
+    // An outsider who edits a member's datagram and fixes its CRC (valid format, valid
+    // CRC) still lacks the tag: another sender id, sequence number, ACK, PUT address...
+    let ours = key(7);
+    let s = samples();
+    for sample in [&s[0], &s[1], &s[2], &s[3], &s[4]] {
+        let p = decode(sample).expect("valid sample");
+        let b = p.to_vec_keyed(&ours);
+        let hlen = header_len(p.kind, p.sacks.len(), p.put_addr.is_some());
+        // The fields that do not change the datagram's shape: sender id, seq, ack,
+        // credits and every extension (SACK blocks, chunk, PUT address, probe).
+        for i in (8..22).chain(CHECKS_END..hlen) {
+            let mut e = b.clone();
+            e[i] ^= 0x01;
+            reseal_crc(&mut e);
+            let r = decode_keyed(&e, &ours);
+            assert!(
+                r == Err(DecodeError::Foreign),
+                "byte {i} of a {:?} edited: {r:?}",
+                p.kind
+            );
+        }
+    }
+}
+
+#[test]
+fn guessed_tags_are_refused() {
+    // A blind forger must guess 32 bits: none of 65536 tries on one datagram passes.
+    let ours = key(9);
+    let mut p = Packet::new(Kind::Frag, Channel::Data, 7);
+    p.seq = 5;
+    p.ack = Some(AckInfo { ack: 1, credits: 2 });
+    p.payload = b"forged";
+    let mut b = p.to_vec();
+    let right = auth_tag(&b[..HEADER_LEN], &ours);
+    let mut rng = crate::fault::Rng::new(42);
+    for _ in 0..65536 {
+        let guess = rng.next_u64() as u32;
+        if guess == right {
+            continue;
+        }
+        b[AUTH_OFFSET..CHECKS_END].copy_from_slice(&guess.to_le_bytes());
+        assert_eq!(decode_keyed(&b, &ours), Err(DecodeError::Foreign));
+    }
+    b[AUTH_OFFSET..CHECKS_END].copy_from_slice(&right.to_le_bytes());
+    assert!(decode_keyed(&b, &ours).is_ok());
 }
