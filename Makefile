@@ -14,6 +14,8 @@
 #                      cached, not part of `make check` (the first build takes ~1 h
 #                      on 2 cores)
 #   make check-static  static-ompi if needed, then tests/static_build.rs on it
+#   make ompi5         Open MPI 5.0.7 (Debian 13's source) built into ~/.cache/rmca
+#   make -s ompi5-prefix   its install prefix (built first if needed), nothing else
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -28,7 +30,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo
+.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix
 
 all: components
 
@@ -77,6 +79,14 @@ check-fresh-demo:
 
 bench: components bench-tool
 	$(PROFILE_DIR)/rmca-bench $(BENCH_ARGS)
+
+# Open MPI 5.0.x from Debian 13's source, built once into a cache outside the checkout
+# (~/.cache/rmca/ompi-<version>-<options hash>; ~10 min on 2 cores the first time).
+ompi5:
+	@configure-support/ompi5
+
+ompi5-prefix:
+	@configure-support/ompi5 --print-prefix
 
 static-ompi:
 	@configure-support/static-ompi
