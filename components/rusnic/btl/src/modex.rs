@@ -52,14 +52,17 @@ impl Contact {
     pub fn decode(b: &[u8]) -> Result<Contact, String> {
         const KEY: usize = 17;
         const FIXED: usize = KEY + Key::LEN + 1;
+        // The version first: another build's blob has another length too.
+        match b.first() {
+            Some(&v) if v != VERSION => {
+                return Err(format!(
+                    "contact blob version {v} (this build speaks {VERSION})"
+                ));
+            }
+            _ => {}
+        }
         if b.len() < FIXED {
             return Err(format!("contact blob of {} bytes is truncated", b.len()));
-        }
-        if b[0] != VERSION {
-            return Err(format!(
-                "contact blob version {} (this build speaks {VERSION})",
-                b[0]
-            ));
         }
         let u16_at = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
         let n = usize::from(b[FIXED - 1]);
@@ -113,9 +116,12 @@ mod tests {
         let mut v = b.clone();
         v[0] = 9;
         assert!(Contact::decode(&v).unwrap_err().contains("version"));
-        // A contact from the build before the key (version 2) is refused by name.
-        v[0] = 2;
-        let e = Contact::decode(&v).unwrap_err();
+        // A contact from the build before the key (version 2, 18 + 5n bytes) is
+        // refused by its version, not as truncated.
+        let mut old = vec![2u8; 18];
+        old.extend_from_slice(&[127, 0, 0, 1, 8, 10, 77, 0, 2, 24]);
+        old[17] = 2;
+        let e = Contact::decode(&old).unwrap_err();
         assert!(e.contains("version 2") && e.contains("speaks 3"), "{e}");
     }
 }
