@@ -4,6 +4,8 @@
  * first because it fixes every struct layout (OPAL_ENABLE_DEBUG, OPAL_CUDA_SUPPORT).
  */
 #include "opal_config.h"
+/* Version macros first: the series decides where some headers live (4.1 vs 5.0). */
+#include "opal/version.h"
 
 /* Objects, lists and free lists: descriptors are opal_free_list_item_t's. */
 #include "opal/class/opal_object.h"
@@ -13,7 +15,11 @@
 #include "opal/class/opal_bitmap.h"
 /* Atomics and mutexes (opal_using_threads, memory barriers). */
 #include "opal/sys/atomic.h"
+#if OPAL_MAJOR_VERSION >= 5
+#include "opal/mca/threads/mutex.h"
+#else
 #include "opal/threads/mutex.h"
+#endif
 
 /* Version macros and the runtime version string (version-mismatch refusal). */
 #include "opal/version.h"
@@ -28,7 +34,11 @@
 /* Processes: opal_proc_t, names, locality. */
 #include "opal/util/proc.h"
 /* Modex (OPAL_MODEX_SEND/RECV) through the PMIx framework. */
+#if OPAL_MAJOR_VERSION >= 5
+#include "opal/mca/pmix/pmix-internal.h"
+#else
 #include "opal/mca/pmix/pmix.h"
+#endif
 /* Data layout of user buffers. */
 #include "opal/datatype/opal_convertor.h"
 /* hwloc topology already loaded by Open MPI. */

@@ -53,6 +53,14 @@ fn main() {
     include_dirs.extend(install.include_dirs.iter().cloned());
     include_dirs.push(install.devel_include_dir.clone());
 
+    // The Open MPI series, for the crates above (their build scripts read
+    // DEP_OPEN_PAL_SERIES and set `cfg(ompi5)`): the one place a 4.1/5.0 difference
+    // in a type's shape is decided.
+    println!("cargo:series={}", install.version.0);
+    println!("cargo::rustc-check-cfg=cfg(ompi5)");
+    if install.version.0 >= 5 {
+        println!("cargo:rustc-cfg=ompi5");
+    }
     generate_bindings(&include_dirs, &shim_dir, &out);
     compile_shims(&include_dirs, &shim_dir, &out);
     generate_versions(&install, &include_dirs, &shim_dir, &out);
@@ -86,6 +94,9 @@ fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
     let mut builder = bindgen::Builder::default()
         .header(shim_dir.join("shim.h").display().to_string())
         .clang_args(include_dirs.iter().map(|d| format!("-I{}", d.display())))
+        // Open MPI 5 types opal_short_float_t as gcc's _Float16, which libclang before 15
+        // rejects on x86-64; a 2-byte integer has its size and alignment.
+        .clang_arg("-D_Float16=unsigned short")
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
         .wrap_static_fns(true)
         .wrap_static_fns_path(out.join("static_fns"))

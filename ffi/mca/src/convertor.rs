@@ -2,15 +2,23 @@
 
 use ompi_sys as sys;
 
-/// A borrowed `opal_convertor_t` (the PML owns it).
+/// A borrowed `opal_convertor_t` (the PML owns it), or none: a send with no payload
+/// may come without a convertor (Open MPI 5's ob1 sends its control messages, e.g.
+/// FIN, through `sendi` with a NULL convertor and a payload size of 0). Without one
+/// every accessor describes an empty message.
 #[derive(Debug)]
 pub struct Convertor(*mut sys::opal_convertor_t);
 
 impl Convertor {
     /// # Safety
-    /// `raw` must be a valid convertor for the duration of the borrow.
+    /// `raw` must be NULL or a valid convertor for the duration of the borrow.
     pub unsafe fn from_raw(raw: *mut sys::opal_convertor_t) -> Convertor {
         Convertor(raw)
+    }
+
+    /// Whether there is no convertor (no payload).
+    pub fn is_none(&self) -> bool {
+        self.0.is_null()
     }
 
     /// The raw pointer, for the MTL datatype helpers.
@@ -21,30 +29,45 @@ impl Convertor {
     /// The convertor's `CONVERTOR_*` flags (e.g. `CONVERTOR_CUDA` 0x0040_0000 for a
     /// device buffer in a CUDA-aware build).
     pub fn flags(&self) -> u32 {
+        if self.0.is_null() {
+            return 0;
+        }
         // SAFETY: valid convertor (constructor contract); reads one field.
         unsafe { (*self.0).flags }
     }
 
     /// True if the data must be packed (non-contiguous, or not in host memory).
     pub fn needs_packing(&self) -> bool {
+        if self.0.is_null() {
+            return false;
+        }
         // SAFETY: valid convertor (constructor contract).
         unsafe { sys::opal_convertor_need_buffers(self.0) != 0 }
     }
 
     /// Bytes not yet packed.
     pub fn remaining(&self) -> usize {
+        if self.0.is_null() {
+            return 0;
+        }
         // SAFETY: valid convertor; reads two size fields.
         unsafe { (*self.0).local_size - (*self.0).bConverted }
     }
 
     /// Total packed size of the whole message.
     pub fn packed_size(&self) -> usize {
+        if self.0.is_null() {
+            return 0;
+        }
         // SAFETY: valid convertor.
         unsafe { (*self.0).local_size }
     }
 
     /// Where the next unpacked byte lives, for contiguous data.
     pub fn current_pointer(&self) -> *mut u8 {
+        if self.0.is_null() {
+            return std::ptr::null_mut();
+        }
         let mut ptr: *mut std::ffi::c_void = std::ptr::null_mut();
         // SAFETY: valid convertor; writes one pointer.
         unsafe { sys::opal_convertor_get_current_pointer(self.0, &mut ptr) };
@@ -53,6 +76,9 @@ impl Convertor {
 
     /// Packs up to `dst.len()` bytes; returns how many were packed.
     pub fn pack(&mut self, dst: &mut [u8]) -> usize {
+        if self.0.is_null() {
+            return 0;
+        }
         let mut iov = sys::iovec {
             iov_base: dst.as_mut_ptr().cast(),
             iov_len: dst.len(),
@@ -66,6 +92,9 @@ impl Convertor {
 
     /// Moves the convertor past `bytes` without copying (data sent in place).
     pub fn skip(&mut self, bytes: usize) {
+        if self.0.is_null() {
+            return;
+        }
         let mut position = self.position() + bytes;
         // SAFETY: valid convertor; set_position clamps to the message size.
         unsafe { sys::opal_convertor_set_position(self.0, &mut position) };
@@ -73,6 +102,9 @@ impl Convertor {
 
     /// Current position in bytes.
     pub fn position(&self) -> usize {
+        if self.0.is_null() {
+            return 0;
+        }
         // SAFETY: valid convertor.
         unsafe { (*self.0).bConverted }
     }

@@ -122,17 +122,26 @@ fn read_version(version_h: &Path) -> Result<(u32, u32, u32), LocateError> {
     ))
 }
 
-fn require_version_4(version: (u32, u32, u32), origin: &Path) -> Result<(), LocateError> {
-    if version.0 == 4 {
+/// The Open MPI series these components are written for: 4.1.x (BTL 3.1.0, MTL 2.0.0)
+/// and 5.0.x (BTL 3.3.0, MTL 2.0.0 with accelerator support, PMIx, the accelerator
+/// framework). Anything else gets an error naming what was found.
+pub const SUPPORTED_SERIES: &[(u32, u32)] = &[(4, 1), (5, 0)];
+
+fn require_supported_version(version: (u32, u32, u32), origin: &Path) -> Result<(), LocateError> {
+    if SUPPORTED_SERIES.contains(&(version.0, version.1)) {
         return Ok(());
     }
+    let supported: Vec<String> = SUPPORTED_SERIES
+        .iter()
+        .map(|(major, minor)| format!("{major}.{minor}.x"))
+        .collect();
     Err(LocateError(format!(
-        "Open MPI {}.{}.{} at {}: these components implement the 4.x BTL 3.1 / MTL 2.0 \
-         interfaces and need Open MPI 4.x",
+        "Open MPI {}.{}.{} at {} is not supported: these components are built for Open MPI {}",
         version.0,
         version.1,
         version.2,
-        origin.display()
+        origin.display(),
+        supported.join(" and ")
     )))
 }
 
@@ -160,7 +169,7 @@ fn locate_build_tree(list: &std::ffi::OsStr) -> Result<OmpiInstall, LocateError>
         .expect("checked above")
         .join("opal/version.h");
     let version = read_version(&version_h)?;
-    require_version_4(version, &version_h)?;
+    require_supported_version(version, &version_h)?;
     Ok(OmpiInstall {
         mpicc: PathBuf::from("mpicc"),
         ompi_info: PathBuf::from("ompi_info"),
@@ -219,7 +228,7 @@ pub fn locate() -> Result<OmpiInstall, LocateError> {
         })?;
 
     let version = read_version(&devel_include_dir.join("opal/version.h"))?;
-    require_version_4(version, &mpicc)?;
+    require_supported_version(version, &mpicc)?;
     Ok(OmpiInstall {
         ompi_info: tool_beside(&mpicc, "ompi_info"),
         mpirun: tool_beside(&mpicc, "mpirun"),
@@ -281,7 +290,7 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     /// A source/build tree pair with just the headers build-tree mode looks for.
-    fn fake_tree(name: &str, major: u32, with_config: bool) -> (PathBuf, PathBuf) {
+    fn fake_tree(name: &str, (major, minor): (u32, u32), with_config: bool) -> (PathBuf, PathBuf) {
         let root = std::env::temp_dir().join(format!("ompi-build-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let (src, obj) = (root.join("src"), root.join("obj/opal/include"));
@@ -294,7 +303,7 @@ mod tests {
         write(
             obj.join("opal/version.h"),
             &format!(
-                "#define OPAL_MAJOR_VERSION {major}\n#define OPAL_MINOR_VERSION 1\n\
+                "#define OPAL_MAJOR_VERSION {major}\n#define OPAL_MINOR_VERSION {minor}\n\
                  #define OPAL_RELEASE_VERSION 4\n"
             ),
         );
@@ -310,7 +319,7 @@ mod tests {
 
     #[test]
     fn build_tree_mode_takes_headers_from_the_listed_directories() {
-        let (src, obj) = fake_tree("ok", 4, true);
+        let (src, obj) = fake_tree("ok", (4, 1), true);
         let found = locate_build_tree(&list(&[&src, &obj])).unwrap();
         assert!(found.build_tree);
         assert_eq!(found.devel_include_dir, obj);
@@ -320,13 +329,22 @@ mod tests {
     }
 
     #[test]
-    fn build_tree_mode_refuses_an_unconfigured_tree_and_other_majors() {
-        let (src, obj) = fake_tree("unconfigured", 4, false);
+    fn build_tree_mode_refuses_an_unconfigured_tree_and_other_series() {
+        let (src, obj) = fake_tree("unconfigured", (4, 1), false);
         let err = locate_build_tree(&list(&[&src, &obj])).unwrap_err();
         assert!(err.0.contains("opal_config.h"), "{err}");
-        let (src, obj) = fake_tree("v5", 5, true);
-        let err = locate_build_tree(&list(&[&src, &obj])).unwrap_err();
-        assert!(err.0.contains("need Open MPI 4.x"), "{err}");
+        let (src, obj) = fake_tree("v5", (5, 0), true);
+        assert_eq!(
+            locate_build_tree(&list(&[&src, &obj])).unwrap().version,
+            (5, 0, 4)
+        );
+        for (name, series) in [("v3", (3, 1)), ("v6", (6, 0)), ("v4-0", (4, 0))] {
+            let (src, obj) = fake_tree(name, series, true);
+            let err = locate_build_tree(&list(&[&src, &obj])).unwrap_err();
+            let found = format!("Open MPI {}.{}.4", series.0, series.1);
+            assert!(err.0.contains(&found), "{err}");
+            assert!(err.0.contains("4.1.x and 5.0.x"), "{err}");
+        }
     }
 
     #[test]

@@ -13,7 +13,11 @@ void rmca_obj_destruct(opal_object_t *object)
 int rmca_modex_send(const mca_base_component_t *component, const void *data, size_t size)
 {
     int rc;
+#if OPAL_MAJOR_VERSION >= 5
+    OPAL_MODEX_SEND(rc, PMIX_GLOBAL, component, data, size);
+#else
     OPAL_MODEX_SEND(rc, OPAL_PMIX_GLOBAL, component, data, size);
+#endif
     return rc;
 }
 
@@ -60,7 +64,12 @@ uint64_t rmca_my_name_hash(void)
 
 int rmca_register_cleanup(const char *path)
 {
+#if OPAL_MAJOR_VERSION >= 5
+    /* 5.0 calls PMIx directly: the function always exists. */
+    return opal_pmix_register_cleanup((char *) path, false, false, false);
+#else
     if (NULL == opal_pmix.register_cleanup)
         return OPAL_ERR_NOT_SUPPORTED;
     return opal_pmix.register_cleanup((char *) path, false, false, false);
+#endif
 }

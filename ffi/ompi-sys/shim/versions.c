@@ -8,7 +8,15 @@
 #include "ompi.h"
 #include "ompi/mca/mca.h"
 
+#if OPAL_MAJOR_VERSION >= 5
+static const mca_base_component_t btl = {MCA_BTL_BASE_VERSION_3_3_0};
+#else
 static const mca_base_component_t btl = {MCA_BTL_BASE_VERSION_3_1_0};
+#endif
+/* 5.0 has no build-time CUDA flavour: CUDA is a run-time accelerator component. */
+#ifndef OPAL_CUDA_SUPPORT
+#define OPAL_CUDA_SUPPORT 0
+#endif
 static const mca_base_component_t mtl = {MCA_MTL_BASE_VERSION_2_0_0};
 
 static void emit(const char *prefix, const mca_base_component_t *c)

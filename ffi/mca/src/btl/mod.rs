@@ -9,6 +9,7 @@
 mod component;
 mod descriptor;
 mod rdma;
+mod series;
 mod trampolines;
 
 pub use component::{BtlComponent, BtlDefaults, btl_component_structure, effective_limits};
@@ -241,7 +242,7 @@ impl<M: BtlModule> Btl<M> {
                 .cast::<sys::mca_btl_active_message_callback_t>()
                 .add(tag as usize);
             if let Some(callback) = entry.cbfunc {
-                callback(self.as_raw(), tag, &mut des, entry.cbdata);
+                series::invoke_receive(callback, self.as_raw(), tag, &mut des, entry.cbdata);
             }
         }
     }
@@ -267,7 +268,7 @@ impl<M: BtlModule> Btl<M> {
                 .cast::<sys::mca_btl_active_message_callback_t>()
                 .add(tag as usize);
             if let Some(callback) = entry.cbfunc {
-                callback(self.as_raw(), tag, &mut des, entry.cbdata);
+                series::invoke_receive(callback, self.as_raw(), tag, &mut des, entry.cbdata);
             }
         }
     }
@@ -309,7 +310,7 @@ impl<M: BtlModule> Btl<M> {
             unsafe {
                 callback(
                     self.as_raw(),
-                    sys::MCA_BTL_ERROR_FLAGS_ADD_CUDA_IPC as i32,
+                    series::ERROR_FLAGS_ADD_GPU_IPC as i32,
                     peer.as_ptr(),
                     (&raw mut stream).cast(),
                 )

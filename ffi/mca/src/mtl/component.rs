@@ -64,7 +64,34 @@ unsafe extern "C" fn mtl_query<C: MtlComponent>(
     })
 }
 
+/// Open MPI 5's init also asks whether the MTL moves accelerator (GPU) buffers itself;
+/// ours does not: cm then stages them through host memory.
+#[cfg(ompi5)]
 unsafe extern "C" fn mtl_init<C: MtlComponent>(
+    progress_threads: bool,
+    mpi_threads: bool,
+    accelerator_support: *mut bool,
+) -> *mut sys::mca_mtl_base_module_t {
+    if !accelerator_support.is_null() {
+        // SAFETY: cm passes a pointer to a bool it reads after the call.
+        unsafe { *accelerator_support = false };
+    }
+    // SAFETY: the same contract as the 4.1 entry point.
+    unsafe { mtl_init_common::<C>(progress_threads, mpi_threads) }
+}
+
+#[cfg(not(ompi5))]
+unsafe extern "C" fn mtl_init<C: MtlComponent>(
+    progress_threads: bool,
+    mpi_threads: bool,
+) -> *mut sys::mca_mtl_base_module_t {
+    // SAFETY: called by cm once, at MPI_Init.
+    unsafe { mtl_init_common::<C>(progress_threads, mpi_threads) }
+}
+
+/// # Safety
+/// Called once by cm's MTL selection, before any other MTL entry point.
+unsafe fn mtl_init_common<C: MtlComponent>(
     progress_threads: bool,
     mpi_threads: bool,
 ) -> *mut sys::mca_mtl_base_module_t {
@@ -104,6 +131,8 @@ pub const fn mtl_component_structure<C: MtlComponent>(
         ),
         mtl_data: component_data(),
         mtl_init: Some(mtl_init::<C>),
+        #[cfg(ompi5)]
+        accelerator_support: false,
     }
 }
 
