@@ -463,8 +463,9 @@ fn rusnic_opens_a_module_only_when_named_or_opted_in() {
     mca_harness::assert_btl_opens_only_when_named("rusnic", "self,vader,rusnic");
 }
 
-/// UDP ports of the foreign-datagram test (the loss tests use 31100-31199).
-const FOREIGN_PORTS: &str = "31700-31719";
+/// UDP ports of the foreign-datagram tests, one range each so that they may run at the
+/// same time (the loss tests use 31100-31199).
+const FOREIGN_PORTS: [&str; 2] = ["31700-31719", "31720-31739"];
 
 /// A process outside the job sniffs the job's datagrams on the loopback (ports, sender
 /// ids, sequence numbers, an open PUT region) and sends, while the job moves 8 B to
@@ -476,15 +477,27 @@ const FOREIGN_PORTS: &str = "31700-31719";
 /// receive window as old.
 #[test]
 fn foreign_datagrams_are_dropped_and_counted() {
-    let (lo, hi) = FOREIGN_PORTS.split_once('-').expect("a range");
-    let cfg = rusnic()
+    attack_from_outside(rusnic(), FOREIGN_PORTS[0]);
+}
+
+/// The same on the libfabric backend (1472-byte datagrams, no in-place receive).
+#[test]
+fn foreign_datagrams_are_dropped_on_the_ofi_backend() {
+    attack_from_outside(rusnic_ofi(), FOREIGN_PORTS[1]);
+}
+
+/// Runs `foreign_traffic` with `config` pinned to `ports` while tests/foreign/forge.py
+/// attacks it, and checks what the job and the statistics lines say.
+fn attack_from_outside(config: McaConfig, ports: &str) {
+    let (lo, hi) = ports.split_once('-').expect("a range");
+    let cfg = config
         .with("btl_rusnic_port_min", lo)
         .with("btl_rusnic_port_max", hi)
         .with("btl_rusnic_stats", "3600");
     let forge = mca_harness::repo_root().join("tests/foreign/forge.py");
     let attacker = std::process::Command::new("python3")
         .arg(&forge)
-        .args(["--ports", FOREIGN_PORTS, "--sniff-seconds", "8"])
+        .args(["--ports", ports, "--sniff-seconds", "8"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -525,8 +538,10 @@ fn foreign_datagrams_are_dropped_and_counted() {
         "crafted {crafted} (put {puts}), lost by the kernel {lost}, counted foreign {foreign}, \
          replayed data segments {replayed_data}, data segments seen as old {old}"
     );
+    // Every one that arrived, and most arrive (the kernel drops some where the sockets
+    // are small: the ofi provider keeps the default buffers).
     assert!(
-        foreign + lost >= crafted && foreign <= crafted,
+        foreign + lost >= crafted && foreign <= crafted && foreign > crafted / 2,
         "crafted {crafted}, kernel drops {lost}, counted foreign {foreign}: {why}"
     );
     // The replays passed the key check (they are real datagrams) and the window threw

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """forge: attack a running rusnic job from outside it, on the loopback.
 
-    forge.py --ports LO-HI [--sniff-seconds S] [--per-kind N] [--timeout T]
+    forge.py --ports LO-HI [--sniff-seconds S] [--per-kind N] [--capture N]
 
 Not a member of the job: it never sees the modex, so it does not know any process's
 key. It sniffs the job's datagrams on `lo` (an AF_PACKET socket: root), which gives it
 what an outsider could at best learn: the ports, the members' sender ids, sequence
 numbers in use and the address of a PUT region that is open right now. Then it sends,
-to the ports it saw traffic on:
+to the addresses and ports it saw traffic to:
 
   nokey   valid wire format and CRC, a sender id of no member, random tag
   member  a real member's sender id, the sequence numbers the receiver expects next,
@@ -63,7 +63,8 @@ def header_len(kind, sacks, put):
 
 
 def seal(head, payload, tag):
-    """Header (crc and auth fields ignored) + payload with a valid CRC and `tag`."""
+    """Header (crc and auth fields ignored) + payload with a valid CRC and `tag` (the CRC
+    field holds the CRC XORed with the tag)."""
     head = bytearray(head)
     flags = head[4]
     covered = bytes(head[:24]) + bytes(head[32:])
@@ -71,7 +72,7 @@ def seal(head, payload, tag):
     if not flags & F_HDR_CRC:
         crc = crc32c(payload, crc)
     crc ^= 0xFFFFFFFF
-    struct.pack_into("<II", head, 24, crc, tag)
+    struct.pack_into("<II", head, 24, crc ^ tag, tag)
     return bytes(head) + payload
 
 
@@ -106,7 +107,7 @@ class Sniffer:
         self.s.bind(("lo", 0))
 
     def next(self, timeout):
-        """(port, datagram) of the next one, or None after `timeout` seconds."""
+        """((address, port), datagram) of the next one, or None after `timeout` seconds."""
         self.s.settimeout(timeout)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
@@ -124,7 +125,7 @@ class Sniffer:
             d = ip[ihl + 8:]
             if sport != self.ours and self.lo <= dport <= self.hi and len(d) >= HEADER_LEN and d[0] == MAGIC \
                     and d[1] == VERSION:
-                return dport, bytes(d)
+                return (socket.inet_ntoa(ip[16:20]), dport), bytes(d)
         return None
 
 
@@ -139,37 +140,37 @@ def main():
     rng = random.Random(20261125)
 
     out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    out.bind(("127.0.0.1", 0))
+    out.bind(("0.0.0.0", 0))
     sniffer = Sniffer(lo, hi, out.getsockname()[1])  # not what we send ourselves
     before = udp_counters()
     sent = {"nokey": 0, "member": 0, "ack": 0, "put": 0, "replay": 0, "replay_data": 0}
     captured = []
 
-    def send(kind, port, d):
-        out.sendto(d, ("127.0.0.1", port))
+    def send(kind, to, d):
+        out.sendto(d, to)
         sent[kind] += 1
 
     def tag():
         return rng.choice([0, rng.getrandbits(32)])
 
-    def forge(port, d):
+    def forge(to, d):
         """Forgeries modelled on the freshest datagram: its sender's next sequence
         numbers (up to a grant ahead, where the receiver would take them)."""
         kind, ch, flags, sender, seq, ack, credits, hlen = parse(d)
         ahead = (seq + rng.randrange(1, 128)) & 0xFFFF
         if sent["nokey"] < a.per_kind:
             # (1) no member's id, no key.
-            send("nokey", port, make(FRAG, ch, F_ACK, rng.getrandbits(64),
+            send("nokey", to, make(FRAG, ch, F_ACK, rng.getrandbits(64),
                                      rng.getrandbits(16), rng.getrandbits(16), 64,
                                      payload=os.urandom(40), tag=tag()))
         if kind not in (FRAG, CHUNK):
             return
         if sent["member"] < a.per_kind:
             # (2) a member's id, the next sequence numbers.
-            send("member", port, make(FRAG, ch, F_ACK, sender, ahead, ack, credits,
+            send("member", to, make(FRAG, ch, F_ACK, sender, ahead, ack, credits,
                                       payload=b"forged" * 8, tag=tag()))
         if sent["ack"] < a.per_kind:
-            send("ack", port, make(ACK, 0, F_ACK, sender, 0, (ack + 200) & 0xFFFF, 4000,
+            send("ack", to, make(ACK, 0, F_ACK, sender, 0, (ack + 200) & 0xFFFF, 4000,
                                    tag=tag()))
         if flags & F_PUT and sent["put"] < a.per_kind:
             # (3) into the open region: same address (and chunk), payload 0xEE; the
@@ -177,7 +178,7 @@ def main():
             ext = d[HEADER_LEN:hlen]
             n = len(d) - hlen if flags & F_HDR_CRC else min(len(d) - hlen, 2048)
             if n > 0:
-                send("put", port, make(kind, ch, flags & (F_ACK | F_PUT | F_HDR_CRC),
+                send("put", to, make(kind, ch, flags & (F_ACK | F_PUT | F_HDR_CRC),
                                        sender, ahead, ack, credits, ext=ext,
                                        payload=b"\xEE" * n, tag=tag()))
 
@@ -193,11 +194,11 @@ def main():
             break
     data = [(p, d) for p, d in captured if parse(d)[0] in (FRAG, CHUNK)]
     puts = [(p, d) for p, d in data if parse(d)[2] & F_PUT]
-    ports = sorted({p for p, _ in captured})
+    ports = sorted({f"{a}:{p}" for (a, p), _ in captured})
     # (4) replays, verbatim, twice.
     for _ in range(2):
-        for port, d in captured:
-            send("replay", port, d)
+        for to, d in captured:
+            send("replay", to, d)
             sent["replay_data"] += parse(d)[0] in (FRAG, CHUNK)
             if sent["replay"] % 50 == 0:
                 time.sleep(0.002)

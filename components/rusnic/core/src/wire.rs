@@ -21,7 +21,7 @@
 //! +-------------------------------+-------------------------------+
 //! |         credits (u16)         |       payload_len (u16)       | 20
 //! +-------------------------------+-------------------------------+
-//! |  crc32c over all bytes except this and auth (u32) (HDR_CRC)   | 24
+//! |  crc32c over all bytes but this and auth (HDR_CRC), ^ auth    | 24
 //! +---------------------------------------------------------------+
 //! |  auth: SipHash-2-4(receiver's key, header + extensions) (u32) | 28
 //! +---------------------------------------------------------------+
@@ -50,10 +50,11 @@
 //!   everything before it arrived). Note: one more than the reference's `ack_seq`.
 //! * `credits`: how many sequence numbers starting at `ack` the receiver has buffers for.
 //! * SACK blocks: ranges of sequence numbers above `ack` that arrived out of order.
-//! * `crc32c`: see [`crate::crc`] for why; a datagram with a wrong CRC is dropped.
+//! * `crc32c`: see [`crate::crc`] for why; a datagram with a wrong CRC is dropped. The
+//!   field holds the CRC XORed with `auth`, so damage to the tag is a CRC error too.
 //! * `auth`: the low 32 bits of SipHash-2-4 under the receiver's key over the header and
-//!   extensions with this field left out (the CRC field included, which binds the
-//!   payload it covers); checked right after the CRC, before any field is trusted: a
+//!   extensions with this field left out and the plain CRC in the CRC field (which binds
+//!   the payload it covers); checked right after the CRC, before any field is trusted: a
 //!   datagram not made by a job member is dropped as [`DecodeError::Foreign`] (see
 //!   [`crate::auth`]).
 //!
@@ -318,8 +319,8 @@ impl<'a> Packet<'a> {
         }
         let head = &mut out[start..];
         let crc = checksum(head, if self.payload_crc { self.payload } else { &[] });
-        head[CRC_OFFSET..AUTH_OFFSET].copy_from_slice(&crc.to_le_bytes());
-        let tag = auth_tag(head, key);
+        let tag = auth_tag(head, crc, key);
+        head[CRC_OFFSET..AUTH_OFFSET].copy_from_slice(&(crc ^ tag).to_le_bytes());
         head[AUTH_OFFSET..CHECKS_END].copy_from_slice(&tag.to_le_bytes());
     }
 
@@ -367,7 +368,9 @@ pub fn header_len(kind: Kind, sack_count: usize, put: bool) -> usize {
     n
 }
 
-/// The CRC of a header (and extensions) `head` followed by `payload`.
+/// The CRC of a header (and extensions) `head` followed by `payload`, the two check
+/// fields left out. The `crc32c` field holds it XORed with the tag, so that a tag
+/// damaged in flight is a CRC error like any other damage, not a foreign datagram.
 fn checksum(head: &[u8], payload: &[u8]) -> u32 {
     let mut c = Crc32c::new();
     c.update(&head[..CRC_OFFSET]);
@@ -376,12 +379,14 @@ fn checksum(head: &[u8], payload: &[u8]) -> u32 {
     c.finish()
 }
 
-/// The `auth` tag of a header (and extensions) `head` for a receiver keyed `key`: over
-/// every byte of `head` but the tag itself, the CRC included.
-fn auth_tag(head: &[u8], key: &Key) -> u32 {
+/// The `auth` tag of a header (and extensions) `head` whose [`checksum`] is `crc`, for a
+/// receiver keyed `key`: over the header with `crc` in its CRC field and the tag left
+/// out (the CRC binds the payload it covers).
+fn auth_tag(head: &[u8], crc: u32, key: &Key) -> u32 {
     let mut m = [0u8; MAX_HEADER_LEN];
     let n = head.len().min(MAX_HEADER_LEN);
-    m[..AUTH_OFFSET].copy_from_slice(&head[..AUTH_OFFSET]);
+    m[..CRC_OFFSET].copy_from_slice(&head[..CRC_OFFSET]);
+    m[CRC_OFFSET..AUTH_OFFSET].copy_from_slice(&crc.to_le_bytes());
     m[AUTH_OFFSET..n - 4].copy_from_slice(&head[CHECKS_END..n]);
     key.tag(&m[..n - 4])
 }
@@ -538,11 +543,13 @@ fn decode_split<'a>(b: &'a [u8], rest: Rest<'a>, key: &Key) -> Result<Packet<'a>
         }
         None => &[],
     };
-    if u32_at(b, CRC_OFFSET) != checksum(b, if payload_crc { payload } else { &[] }) {
+    let auth = u32_at(b, AUTH_OFFSET);
+    let crc = checksum(b, if payload_crc { payload } else { &[] });
+    if u32_at(b, CRC_OFFSET) ^ auth != crc {
         return Err(DecodeError::BadCrc);
     }
     // Nothing below this line may run for a datagram a job member did not make.
-    if u32_at(b, AUTH_OFFSET) != auth_tag(b, key) {
+    if auth != auth_tag(b, crc, key) {
         return Err(DecodeError::Foreign);
     }
 

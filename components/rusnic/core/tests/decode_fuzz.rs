@@ -70,31 +70,36 @@ fn valid_samples(rng: &mut Rng) -> Vec<Vec<u8>> {
     out
 }
 
-/// A valid CRC (bytes 24..28) and, where the shape fields allow, a valid tag for the
-/// zero key (28..32), so mutations reach the checks behind them.
+/// A valid CRC (bytes 24..28, which hold the CRC XORed with the tag) and, where the
+/// shape fields allow, a valid tag for the zero key (28..32), so mutations reach the
+/// checks behind them.
 fn reseal(b: &mut [u8]) {
     if b.len() < wire::HEADER_LEN {
         return;
     }
     let mut v = b[..24].to_vec();
     v.extend_from_slice(&b[32..]);
-    let c = crc32c(&v);
-    b[24..28].copy_from_slice(&c.to_le_bytes());
+    let crc = crc32c(&v);
     let kind = match b[2] {
-        1 => Kind::Ack,
-        2 => Kind::Frag,
-        3 => Kind::Chunk,
-        4 => Kind::Ping,
-        5 => Kind::Pong,
-        _ => return,
+        1 => Some(Kind::Ack),
+        2 => Some(Kind::Frag),
+        3 => Some(Kind::Chunk),
+        4 => Some(Kind::Ping),
+        5 => Some(Kind::Pong),
+        _ => None,
     };
-    let hlen = wire::header_len(kind, usize::from(b[6]), b[4] & wire::flags::PUT != 0);
-    if hlen <= b.len() {
-        let mut m = b[..28].to_vec();
-        m.extend_from_slice(&b[32..hlen]);
-        let tag = Key::ZERO.tag(&m);
-        b[28..32].copy_from_slice(&tag.to_le_bytes());
+    if let Some(kind) = kind {
+        let hlen = wire::header_len(kind, usize::from(b[6]), b[4] & wire::flags::PUT != 0);
+        if hlen <= b.len() {
+            let mut m = b[..24].to_vec();
+            m.extend_from_slice(&crc.to_le_bytes());
+            m.extend_from_slice(&b[32..hlen]);
+            let tag = Key::ZERO.tag(&m);
+            b[28..32].copy_from_slice(&tag.to_le_bytes());
+        }
     }
+    let tag = u32::from_le_bytes([b[28], b[29], b[30], b[31]]);
+    b[24..28].copy_from_slice(&(crc ^ tag).to_le_bytes());
 }
 
 #[test]
@@ -154,6 +159,14 @@ fn random_and_mutated_bytes_never_panic() {
         }
         if rng.chance(0.7) {
             reseal(&mut d); // so mutations get past the CRC and reach the field checks
+            if rng.chance(0.1) && d.len() >= wire::HEADER_LEN {
+                // Someone else's tag with a valid CRC: a foreign datagram.
+                let delta = (rng.next_u64() as u32).max(1).to_le_bytes();
+                for i in 0..4 {
+                    d[24 + i] ^= delta[i];
+                    d[28 + i] ^= delta[i];
+                }
+            }
         }
         match wire::decode(&d) {
             Ok(p) => {

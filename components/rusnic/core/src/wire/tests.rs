@@ -113,36 +113,40 @@ fn layout_is_little_endian_at_documented_offsets() {
     assert_eq!(&b[8..16], &0x1122_3344_5566_7788u64.to_le_bytes());
     assert_eq!(&b[16..24], &[0xB2, 0xA1, 0xD4, 0xC3, 0xF6, 0xE5, 3, 0]);
     assert_eq!(&b[32..], b"xyz");
-    let crc = u32::from_le_bytes([b[24], b[25], b[26], b[27]]);
+    let field = u32::from_le_bytes([b[24], b[25], b[26], b[27]]);
+    let tag = u32::from_le_bytes([b[28], b[29], b[30], b[31]]);
     let mut c = Crc32c::new();
     c.update(&b[..24]);
     c.update(&b[32..]);
-    assert_eq!(crc, c.finish());
-    let tag = u32::from_le_bytes([b[28], b[29], b[30], b[31]]);
+    let crc = c.finish();
     assert_eq!(
-        tag,
-        Key::ZERO.tag(&b[..28]),
-        "the tag covers the header and CRC"
+        field,
+        crc ^ tag,
+        "the CRC field holds the CRC XORed with the tag"
     );
+    let mut m = b[..24].to_vec();
+    m.extend_from_slice(&crc.to_le_bytes());
+    assert_eq!(tag, Key::ZERO.tag(&m), "the tag covers the header and CRC");
 }
 
 /// Re-seals a hand-edited datagram with a valid CRC only: its tag stays as it was.
 fn reseal_crc(b: &mut [u8]) {
-    let crc = checksum(b, &[]);
+    let tag = u32_at(b, AUTH_OFFSET);
+    let crc = checksum(b, &[]) ^ tag;
     b[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Re-seal a hand-edited datagram so that neither the CRC nor the tag (for
 /// [`Key::ZERO`]) masks the rule under test.
 fn reseal(b: &mut [u8]) {
-    reseal_crc(b);
     if let Some(kind) = Kind::from_u8(b[2]) {
         let hlen = header_len(kind, usize::from(b[6]), b[4] & flags::PUT != 0);
         if hlen <= b.len() {
-            let tag = auth_tag(&b[..hlen], &Key::ZERO);
+            let tag = auth_tag(&b[..hlen], checksum(b, &[]), &Key::ZERO);
             b[AUTH_OFFSET..CHECKS_END].copy_from_slice(&tag.to_le_bytes());
         }
     }
+    reseal_crc(b);
 }
 
 fn edited(base: &[u8], f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
@@ -329,16 +333,41 @@ fn guessed_tags_are_refused() {
     p.ack = Some(AckInfo { ack: 1, credits: 2 });
     p.payload = b"forged";
     let mut b = p.to_vec();
-    let right = auth_tag(&b[..HEADER_LEN], &ours);
+    let crc = checksum(&b[..HEADER_LEN], p.payload);
+    let right = auth_tag(&b[..HEADER_LEN], crc, &ours);
     let mut rng = crate::fault::Rng::new(42);
+    let seal = |b: &mut Vec<u8>, tag: u32| {
+        b[CRC_OFFSET..AUTH_OFFSET].copy_from_slice(&(crc ^ tag).to_le_bytes());
+        b[AUTH_OFFSET..CHECKS_END].copy_from_slice(&tag.to_le_bytes());
+    };
     for _ in 0..65536 {
         let guess = rng.next_u64() as u32;
         if guess == right {
             continue;
         }
-        b[AUTH_OFFSET..CHECKS_END].copy_from_slice(&guess.to_le_bytes());
+        seal(&mut b, guess); // the forger knows the format: the CRC is right
         assert_eq!(decode_keyed(&b, &ours), Err(DecodeError::Foreign));
     }
-    b[AUTH_OFFSET..CHECKS_END].copy_from_slice(&right.to_le_bytes());
+    seal(&mut b, right);
     assert!(decode_keyed(&b, &ours).is_ok());
+}
+
+#[test]
+fn a_damaged_tag_is_a_crc_error_not_a_foreign_datagram() {
+    let ours = key(3);
+    for sample in samples() {
+        let p = decode(&sample).expect("valid sample");
+        let b = p.to_vec_keyed(&ours);
+        for i in CRC_OFFSET..CHECKS_END {
+            for bit in 0..8 {
+                let mut e = b.clone();
+                e[i] ^= 1 << bit;
+                assert_eq!(
+                    decode_keyed(&e, &ours),
+                    Err(DecodeError::BadCrc),
+                    "byte {i}"
+                );
+            }
+        }
+    }
 }
