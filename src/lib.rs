@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 pub mod conformance;
 pub mod mpi4py;
+pub mod ompi5;
 pub mod shm;
 pub mod static_ompi;
 
@@ -49,6 +50,9 @@ pub struct McaConfig {
     /// Another Open MPI installation to run on (its `bin/mpirun`, its components
     /// only); `None`: the system Open MPI with `build/mca` first in the path.
     pub prefix: Option<PathBuf>,
+    /// With `prefix`: a directory of our components built for that installation
+    /// (`make components-ompi5`), searched before the installation's own.
+    pub components: Option<PathBuf>,
     /// Jobs of this configuration never overlap another such job (see `one_at_a_time`).
     pub one_at_a_time: bool,
 }
@@ -66,6 +70,7 @@ impl McaConfig {
             placement: Placement::Local,
             loss: None,
             prefix: None,
+            components: None,
             one_at_a_time: false,
         }
     }
@@ -76,6 +81,16 @@ impl McaConfig {
     pub fn on_prefix(mut self, prefix: &Path) -> McaConfig {
         self.prefix = Some(prefix.to_owned());
         self
+    }
+
+    /// The same configuration on the Open MPI installed in `prefix` with our components
+    /// from `components` (built against that installation) in its component path.
+    pub fn on_prefix_with(mut self, prefix: &Path, components: &Path) -> McaConfig {
+        self.prefix = Some(prefix.to_owned());
+        self.components = Some(components.to_owned());
+        // Open MPI 5's PMIx scans the same component path and reports every file of
+        // ours in it as "bad prefix": not an error, only noise in every job's output.
+        self.with_env("PMIX_MCA_mca_base_component_show_load_errors", "0")
     }
 
     /// The `mpirun` this configuration launches with.
@@ -99,9 +114,11 @@ impl McaConfig {
     /// False (after printing why) when this configuration runs on an installation
     /// that does not exist; see [`static_ompi::available`].
     pub fn available(&self) -> bool {
-        self.prefix
-            .as_deref()
-            .is_none_or(static_ompi::prefix_available)
+        match (&self.prefix, &self.components) {
+            (None, _) => true,
+            (Some(prefix), Some(components)) => ompi5::available_at(prefix, components),
+            (Some(prefix), None) => static_ompi::prefix_available(prefix),
+        }
     }
 
     /// The same configuration with one more parameter (replacing an earlier value).
@@ -448,10 +465,21 @@ impl Job {
                 command.env("OMPI_MCA_mca_base_component_path", component_path());
                 format!("OMPI_MCA_mca_base_component_path={} ", component_path())
             }
-            Some(_) => {
-                command.env_remove("OMPI_MCA_mca_base_component_path");
-                String::new()
-            }
+            Some(prefix) => match &self.config.components {
+                Some(ours) => {
+                    let path = format!(
+                        "{}:{}",
+                        ours.display(),
+                        prefix.join("lib/openmpi").display()
+                    );
+                    command.env("OMPI_MCA_mca_base_component_path", &path);
+                    format!("OMPI_MCA_mca_base_component_path={path} ")
+                }
+                None => {
+                    command.env_remove("OMPI_MCA_mca_base_component_path");
+                    String::new()
+                }
+            },
         };
         command
             .envs(self.config.env.iter().map(|(k, v)| (k, v)))

@@ -41,9 +41,10 @@ pub fn in_use(name: &str) -> bool {
     })
 }
 
-/// Whether `name` is a stock vader segment (`vader_segment.<host>.<job>.<rank>`).
+/// Whether `name` is a segment of stock vader (`vader_segment.<host>.<job>.<rank>`)
+/// or of Open MPI 5's `sm`, its successor (`sm_segment.*`).
 pub fn is_vader_segment(name: &str) -> bool {
-    name.starts_with("vader_segment.")
+    name.starts_with("vader_segment.") || name.starts_with("sm_segment.")
 }
 
 /// Removes the vader segments that appeared since `before` and that no live process

@@ -1,0 +1,72 @@
+//! Open MPI 5.0.x (`make ompi5`, configure-support/ompi5) with our components built
+//! against it (`make components-ompi5`: build/ompi5/mca).
+//!
+//! The tests on it (tests/ompi5.rs) print why they skip and pass when either is
+//! missing, so that `make check` on 4.1 alone does not need the 5.0 build;
+//! `make check-ompi5` builds both first and sets `RMCA_REQUIRE_OMPI5=1`, which turns
+//! a missing one into a failure.
+
+use std::path::{Path, PathBuf};
+
+use crate::{McaConfig, repo_root};
+
+/// `RMCA_OMPI5_PREFIX` (set by `make check-ompi5` to `make -s ompi5-prefix`).
+pub fn prefix() -> PathBuf {
+    std::env::var_os("RMCA_OMPI5_PREFIX")
+        .filter(|p| !p.is_empty())
+        .map_or_else(
+            || repo_root().join("build/ompi5/no-prefix-given"),
+            PathBuf::from,
+        )
+}
+
+/// Where `make components-ompi5` puts our components built against [`prefix`].
+pub fn component_dir() -> PathBuf {
+    repo_root().join("build/ompi5/mca")
+}
+
+/// `config` on Open MPI 5 with our 5.0 components, named `<name>-ompi5`.
+pub fn on_ompi5(config: McaConfig) -> McaConfig {
+    let name = format!("{}-ompi5", config.name);
+    config
+        .on_prefix_with(&prefix(), &component_dir())
+        .named(&name)
+}
+
+/// Whether the installation and our components for it exist (see [`available_at`]).
+pub fn available() -> bool {
+    available_at(&prefix(), &component_dir())
+}
+
+/// True when `prefix` holds an Open MPI 5 installation and `components` our
+/// components. Otherwise prints that the test is skipped and how to get them, and
+/// returns false, unless `RMCA_REQUIRE_OMPI5` is set: then it panics.
+pub fn available_at(prefix: &Path, components: &Path) -> bool {
+    let installed = ["bin/mpirun", "bin/mpicc", "bin/ompi_info"]
+        .iter()
+        .all(|tool| prefix.join(tool).is_file());
+    let built = ["mca_btl_rusnic.so", "mca_btl_rsmcuda.so", "mca_mtl_rofi.so"]
+        .iter()
+        .all(|so| components.join(so).is_file());
+    if installed && built {
+        return true;
+    }
+    let why = if installed {
+        format!(
+            "no components built for Open MPI 5 in {} (`make components-ompi5`)",
+            components.display()
+        )
+    } else {
+        format!(
+            "no Open MPI 5 at {} (RMCA_OMPI5_PREFIX; `make check-ompi5` builds it and \
+             runs these tests)",
+            prefix.display()
+        )
+    };
+    if std::env::var_os("RMCA_REQUIRE_OMPI5").is_some_and(|v| !v.is_empty()) {
+        panic!("RMCA_REQUIRE_OMPI5 is set but there is {why}");
+    }
+    println!("SKIPPED: {why}");
+    eprintln!("SKIPPED: {why}");
+    false
+}
