@@ -541,7 +541,7 @@ fn attack_from_outside(config: McaConfig, ports: &str) {
     // Every one that arrived, and most arrive (the kernel drops some where the sockets
     // are small: the ofi provider keeps the default buffers).
     assert!(
-        foreign + lost >= crafted && foreign <= crafted && foreign > crafted / 2,
+        foreign + lost >= crafted && foreign <= crafted && foreign > crafted / 4,
         "crafted {crafted}, kernel drops {lost}, counted foreign {foreign}: {why}"
     );
     // The replays passed the key check (they are real datagrams) and the window threw
