@@ -538,8 +538,9 @@ fn attack_from_outside(config: McaConfig, ports: &str) {
         "crafted {crafted} (put {puts}), lost by the kernel {lost}, counted foreign {foreign}, \
          replayed data segments {replayed_data}, data segments seen as old {old}"
     );
-    // Every one that arrived, and most arrive (the kernel drops some where the sockets
-    // are small: the ofi provider keeps the default buffers).
+    // Every one that arrived is counted, none more. The kernel drops some where the
+    // sockets are small (the ofi provider keeps the default buffers: up to half under
+    // load); without the check nothing is counted at all.
     assert!(
         foreign + lost >= crafted && foreign <= crafted && foreign > crafted / 4,
         "crafted {crafted}, kernel drops {lost}, counted foreign {foreign}: {why}"
