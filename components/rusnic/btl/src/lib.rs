@@ -26,13 +26,13 @@ use mca::btl::{BtlComponent, BtlDefaults};
 use mca::output::Stream;
 use mca::params::Registrar;
 use mca::{Result, sys, verbose};
+use rusnic_core::Key;
 
 use crate::backend::{Backend, OfiBackend, UdpBackend};
 use crate::engine::Engine;
 use crate::modex::Contact;
 use crate::module::Rusnic;
 use crate::params::BackendKind;
-use rusnic_core::Key;
 
 static STREAM: OnceLock<Stream> = OnceLock::new();
 
