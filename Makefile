@@ -16,6 +16,7 @@
 #   make check-static  static-ompi if needed, then tests/static_build.rs on it
 #   make ompi5         Open MPI 5.0.7 (Debian 13's source) built into ~/.cache/rmca
 #   make -s ompi5-prefix   its install prefix (built first if needed), nothing else
+#   make check-ompi5   ours built against it (build/ompi5/mca), then tests/ompi5.rs
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -30,7 +31,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix
+.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 check-ompi5
 
 all: components
 
@@ -87,6 +88,26 @@ ompi5:
 
 ompi5-prefix:
 	@configure-support/ompi5 --print-prefix
+
+# Ours built against that Open MPI 5 (its own target directory: the bindings differ)
+# into build/ompi5/mca; then the tests of tests/ompi5.rs on it.
+OMPI5_COMPONENTS := $(filter-out %rfixture,$(COMPONENTS))
+components-ompi5:
+	@prefix=$$(configure-support/ompi5 --print-prefix) && \
+	OMPI_PREFIX=$$prefix CARGO_TARGET_DIR=target/ompi5 \
+	    $(CARGO) build --release $(foreach c,$(OMPI5_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
+	@mkdir -p $(BUILD)/ompi5/mca
+	@for c in $(OMPI5_COMPONENTS); do \
+	    IFS=: read -r crate fw name <<< "$$c"; \
+	    install -m 0755 target/ompi5/release/libmca_$${fw}_$${name}.so $(BUILD)/ompi5/mca/.mca_$${fw}_$${name}.so.new; \
+	    mv -f $(BUILD)/ompi5/mca/.mca_$${fw}_$${name}.so.new $(BUILD)/ompi5/mca/mca_$${fw}_$${name}.so; \
+	    echo "  built $(BUILD)/ompi5/mca/mca_$${fw}_$${name}.so (Open MPI 5)"; \
+	done
+	@install -m 0644 $(filter-out %rfixture.txt,$(HELP_FILES)) $(BUILD)/ompi5/mca/
+
+check-ompi5: components components-ompi5
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
+	    tools/residue/no-residue $(CARGO) test --release --test ompi5 -- --test-threads=2
 
 static-ompi:
 	@configure-support/static-ompi
