@@ -14,6 +14,9 @@
 #                      cached, not part of `make check` (the first build takes ~1 h
 #                      on 2 cores)
 #   make check-static  static-ompi if needed, then tests/static_build.rs on it
+#   make validate      MPICH's test suite, LAMMPS and GROMACS under each of ours and its
+#                      stock counterpart, one table (fetches/builds what it needs; ~40 min)
+#   make validate-ci   its CI subset: MPICH pt2pt (1-2 ranks) and LAMMPS (minutes)
 #   make ompi5         Open MPI 5.0.7 (Debian 13's source) built into ~/.cache/rmca
 #   make -s ompi5-prefix   its install prefix (built first if needed), nothing else
 #   make check-ompi5   ours built against it (build/ompi5/mca), then tests/ompi5.rs
@@ -114,6 +117,16 @@ static-ompi:
 
 check-static: components static-ompi
 	RMCA_REQUIRE_STATIC_OMPI=1 $(CARGO) test --release --test static_build -- --test-threads=2
+
+.PHONY: validate validate-ci validate-tool
+validate-tool:
+	$(CARGO) build --release -p rmca-validate
+
+validate: components validate-tool
+	$(PROFILE_DIR)/rmca-validate $(VALIDATE_ARGS)
+
+validate-ci: components validate-tool
+	$(PROFILE_DIR)/rmca-validate --ci $(VALIDATE_ARGS)
 
 clean:
 	rm -rf $(BUILD)

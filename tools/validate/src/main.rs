@@ -1,0 +1,423 @@
+//! rmca-validate: `make validate` and `make validate-ci`.
+//!
+//! Runs external suites and real applications under each component of ours and its
+//! stock counterpart on the same Open MPI (4.1.4), and prints one table: suite,
+//! configuration, passed/total, and how ours compares with stock.
+//!
+//! - MPICH's test suite (test/mpi of Debian's mpich 4.0.2 source package, built with
+//!   Open MPI's mpicc by configure-support/validate-prepare): the testlist entries of
+//!   pt2pt, coll, threads/pt2pt, datatype, comm and init at their process counts,
+//!   capped at 4. A test passes when it exits 0 and prints "No Errors".
+//! - LAMMPS (Debian's `lmp`): the bundled melt example, enlarged; thermo output must
+//!   be identical to the stock run.
+//! - GROMACS (Debian's `gmx_mpi`): a water box built with its own tools, a short MD
+//!   run on 2 ranks; the log's energies must be identical to the stock run.
+//!
+//! A failure on ours where stock passes (confirmed by a rerun of both) is printed
+//! loudly with its reproducer and makes the exit status 1; failures on stock too are
+//! listed with their reason.
+
+mod apps;
+mod mpich;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use mca_harness::{JobOutput, McaConfig, repo_root};
+
+const USAGE: &str = "\
+usage: rmca-validate [--ci] [--suites a,b,...] [--components a,b,...] [--jobs N] [--np-max N]
+
+  (default)      the full validation: MPICH pt2pt, coll, threads/pt2pt, datatype, comm,
+                 init (process counts capped at --np-max, 4); LAMMPS; GROMACS; under
+                 rusnic/stock-tcp, rsmcuda/stock-vader, rofi/stock-ofi-tcp
+  --ci           the CI subset: MPICH pt2pt tests of 1-2 ranks and LAMMPS
+  --suites       any of: pt2pt coll threads/pt2pt datatype comm init lammps gromacs
+  --components   ours to run (with their stock counterparts): rusnic rsmcuda rofi
+  --jobs N       concurrent mpirun jobs (default 2)
+";
+
+const MPICH_SUITES: [&str; 6] = ["pt2pt", "coll", "threads/pt2pt", "datatype", "comm", "init"];
+
+/// One of ours beside the stock configuration it is compared with.
+#[derive(Clone)]
+pub struct Pair {
+    pub stock: McaConfig,
+    pub ours: McaConfig,
+}
+
+fn pairs() -> Vec<Pair> {
+    vec![
+        Pair {
+            stock: McaConfig::stock_tcp(),
+            ours: McaConfig::new("rusnic", &[("pml", "ob1"), ("btl", "self,rusnic")]),
+        },
+        Pair {
+            stock: McaConfig::stock_vader(),
+            ours: McaConfig::new("rsmcuda", &[("pml", "ob1"), ("btl", "self,rsmcuda")]),
+        },
+        Pair {
+            stock: McaConfig::stock_ofi_tcp(),
+            ours: McaConfig::new(
+                "rofi",
+                &[
+                    ("pml", "cm"),
+                    ("mtl", "rofi"),
+                    ("mtl_rofi_provider_include", "tcp;ofi_rxm"),
+                ],
+            ),
+        },
+    ]
+}
+
+struct Options {
+    suites: Vec<String>,
+    components: Vec<String>,
+    jobs: usize,
+    np_max: u32,
+    ci: bool,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut options = Options {
+        suites: Vec::new(),
+        components: vec!["rusnic".into(), "rsmcuda".into(), "rofi".into()],
+        jobs: 2,
+        np_max: 4,
+        ci: false,
+    };
+    let mut args = std::env::args().skip(1);
+    let list = |v: Option<String>| -> Result<Vec<String>, String> {
+        Ok(v.ok_or("missing value")?
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect())
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--ci" => options.ci = true,
+            "--suites" => options.suites = list(args.next())?,
+            "--components" => options.components = list(args.next())?,
+            "--jobs" => {
+                options.jobs = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or("--jobs needs a positive number")?;
+            }
+            "--np-max" => {
+                options.np_max = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or("--np-max needs a positive number")?;
+            }
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if options.suites.is_empty() {
+        options.suites = if options.ci {
+            vec!["pt2pt".into(), "lammps".into()]
+        } else {
+            MPICH_SUITES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain(["lammps".into(), "gromacs".into()])
+                .collect()
+        };
+    }
+    for s in &options.suites {
+        if !MPICH_SUITES.contains(&s.as_str()) && s != "lammps" && s != "gromacs" {
+            return Err(format!("unknown suite {s}"));
+        }
+    }
+    Ok(options)
+}
+
+/// The outcome of one test or application run under one configuration.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub passed: bool,
+    /// Why it failed (one line), empty when it passed.
+    pub why: String,
+    /// The command line, with its directory, to reproduce it.
+    pub command: String,
+    pub seconds: f64,
+}
+
+impl Outcome {
+    pub fn from_job(out: &JobOutput, passed: bool, why: String) -> Outcome {
+        Outcome {
+            passed,
+            why,
+            command: out.command.clone(),
+            seconds: out.elapsed.as_secs_f64(),
+        }
+    }
+}
+
+/// The first line of a failed job's output that says something (for reports).
+pub fn first_reason(out: &JobOutput) -> String {
+    if out.timed_out {
+        return format!("killed after {:.0} s (timeout)", out.elapsed.as_secs_f64());
+    }
+    let text = format!("{}\n{}", out.stdout, out.stderr);
+    if text.contains("time limit for job execution has been reached") {
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with("----"))
+            .filter(|l| !l.starts_with("The user-provided time limit"));
+        return match first {
+            Some(line) => format!("timeout (MPIEXEC_TIMEOUT) after: {}", shorten(line, 90)),
+            None => "timeout (MPIEXEC_TIMEOUT), no output".to_owned(),
+        };
+    }
+    let interesting = text.lines().map(str::trim).find(|l| {
+        !l.is_empty()
+            && !l.starts_with("----")
+            && !l.starts_with('[')
+            && !l.contains("No Errors")
+            && !l.starts_with("Primary job")
+            && !l.starts_with("a non-zero exit code")
+    });
+    let code = out
+        .code
+        .map_or_else(|| "killed by a signal".to_owned(), |c| format!("exit {c}"));
+    match interesting {
+        Some(line) => format!("{code}: {}", shorten(line, 110)),
+        None => code,
+    }
+}
+
+pub fn shorten(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}...", s.chars().take(n).collect::<String>())
+    }
+}
+
+/// Runs `work` items on `jobs` threads; results come back in the items' order.
+pub fn run_parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    label: &str,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let queue = Mutex::new((0..items.len()).collect::<VecDeque<_>>());
+    let results = Mutex::new((0..items.len()).map(|_| None).collect::<Vec<Option<R>>>());
+    let done = Mutex::new(0usize);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(items.len().max(1)) {
+            scope.spawn(|| {
+                loop {
+                    let Some(i) = queue.lock().unwrap().pop_front() else {
+                        break;
+                    };
+                    let r = work(&items[i]);
+                    results.lock().unwrap()[i] = Some(r);
+                    let mut d = done.lock().unwrap();
+                    *d += 1;
+                    if d.is_multiple_of(100) || *d == items.len() {
+                        eprintln!(
+                            "validate: {label}: {}/{} runs done ({:.0} s)",
+                            *d,
+                            items.len(),
+                            started.elapsed().as_secs_f64()
+                        );
+                    }
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every item ran"))
+        .collect()
+}
+
+/// One row of the final table.
+pub struct Row {
+    pub suite: String,
+    pub config: String,
+    pub passed: usize,
+    pub total: usize,
+    pub versus: String,
+}
+
+/// Findings printed below the table.
+#[derive(Default)]
+pub struct Findings {
+    /// Ours fails where stock passes: the loud ones.
+    pub regressions: Vec<String>,
+    /// Failed on ours, passed on its rerun (stock passed both times).
+    pub flaky: Vec<String>,
+    /// Fails on stock: test -> (the stock configurations, the first reason).
+    pub stock_failures: BTreeMap<String, (Vec<String>, String)>,
+    /// Passes on ours where stock fails.
+    pub better: Vec<String>,
+    /// Not run, with the reason.
+    pub skipped: Vec<String>,
+}
+
+fn print_table(rows: &[Row]) -> String {
+    let headers = ["suite", "component", "passed/total", "vs stock"];
+    let cells: Vec<[String; 4]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.suite.clone(),
+                r.config.clone(),
+                format!("{}/{}", r.passed, r.total),
+                r.versus.clone(),
+            ]
+        })
+        .collect();
+    let mut widths = headers.map(str::len);
+    for c in &cells {
+        for (w, cell) in widths.iter_mut().zip(c) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |c: &[String]| {
+        let mut s = String::from("|");
+        for (w, cell) in widths.iter().zip(c) {
+            s += &format!(" {cell:<w$} |");
+        }
+        s + "\n"
+    };
+    let mut out = line(&headers.map(str::to_owned));
+    out += &line(&widths.map(|w| "-".repeat(w)));
+    for c in &cells {
+        out += &line(c);
+    }
+    out
+}
+
+fn main() -> ExitCode {
+    let options = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("rmca-validate: {e}");
+            }
+            eprint!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let pairs: Vec<Pair> = pairs()
+        .into_iter()
+        .filter(|p| options.components.contains(&p.ours.name))
+        .collect();
+    if pairs.is_empty() {
+        eprintln!("rmca-validate: no component selected");
+        return ExitCode::from(2);
+    }
+    // Reports, logs and application runs (RMCA_VALIDATE_DIR: elsewhere).
+    let out_dir = std::env::var_os("RMCA_VALIDATE_DIR")
+        .map_or_else(|| repo_root().join("build/validate"), PathBuf::from);
+    let _ = std::fs::create_dir_all(&out_dir);
+    let started = Instant::now();
+    let mut rows = Vec::new();
+    let mut findings = Findings::default();
+
+    let mpich_suites: Vec<&str> = MPICH_SUITES
+        .iter()
+        .copied()
+        .filter(|s| options.suites.iter().any(|o| o == s))
+        .collect();
+    if !mpich_suites.is_empty() {
+        let max_np = if options.ci { Some(2) } else { None };
+        match mpich::prepare(&mpich_suites) {
+            Ok(tree) => mpich::run(
+                &tree,
+                &out_dir,
+                &mpich_suites,
+                &pairs,
+                options.np_max,
+                max_np,
+                options.jobs,
+                &mut rows,
+                &mut findings,
+            ),
+            Err(e) => {
+                eprintln!("rmca-validate: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let lammps = options.suites.iter().any(|s| s == "lammps");
+    let gromacs = options.suites.iter().any(|s| s == "gromacs");
+    if lammps || gromacs {
+        if let Err(e) = apps::prepare() {
+            eprintln!("rmca-validate: {e}");
+            return ExitCode::FAILURE;
+        }
+        let work: PathBuf = out_dir.clone();
+        if lammps {
+            apps::lammps(&work, &pairs, &mut rows, &mut findings);
+        }
+        if gromacs {
+            apps::gromacs(&work, &pairs, &mut rows, &mut findings);
+        }
+    }
+
+    let mut report = print_table(&rows);
+    if !findings.regressions.is_empty() {
+        report += &format!(
+            "\n!!! {} FAILURE(S) ON OURS THAT PASS ON STOCK (confirmed by a rerun):\n",
+            findings.regressions.len()
+        );
+        for r in &findings.regressions {
+            report += &format!("!!! {r}\n");
+        }
+    }
+    if !findings.flaky.is_empty() {
+        report += &format!(
+            "\n!!! {} failure(s) on ours that passed on the rerun (stock passed both):\n",
+            findings.flaky.len()
+        );
+        for r in &findings.flaky {
+            report += &format!("!!! {r}\n");
+        }
+    }
+    if !findings.stock_failures.is_empty() {
+        report += "\nFailing on stock too (not ours to fix):\n";
+        for (test, (configs, why)) in &findings.stock_failures {
+            report += &format!("  {test} [{}]: {why}\n", configs.join(", "));
+        }
+    }
+    if !findings.better.is_empty() {
+        report += "\nPassing on ours where stock fails:\n";
+        for b in &findings.better {
+            report += &format!("  {b}\n");
+        }
+    }
+    if !findings.skipped.is_empty() {
+        report += "\nNot run:\n";
+        for s in &findings.skipped {
+            report += &format!("  {s}\n");
+        }
+    }
+    report += &format!(
+        "\nvalidate: {:.0} s ({} concurrent jobs)\n",
+        started.elapsed().as_secs_f64(),
+        options.jobs
+    );
+    print!("\n{report}");
+    let _ = std::fs::write(out_dir.join("report.txt"), &report);
+    if findings.regressions.is_empty() && findings.flaky.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
