@@ -15,8 +15,8 @@
 #                      on 2 cores)
 #   make check-static  static-ompi if needed, then tests/static_build.rs on it
 #   make validate      MPICH's test suite, LAMMPS and GROMACS under each of ours and its
-#                      stock counterpart, one table (fetches/builds what it needs; ~40 min)
-#   make validate-ci   its CI subset: MPICH pt2pt (1-2 ranks) and LAMMPS (minutes)
+#                      stock counterpart, one table (fetches/builds what it needs; ~1 h here)
+#   make validate-ci   its CI subset: MPICH pt2pt (1-2 ranks) and LAMMPS (~6 min)
 #   make ompi5         Open MPI 5.0.7 (Debian 13's source) built into ~/.cache/rmca
 #   make -s ompi5-prefix   its install prefix (built first if needed), nothing else
 #   make check-ompi5   ours built against it (build/ompi5/mca), then tests/ompi5.rs
