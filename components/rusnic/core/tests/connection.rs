@@ -9,28 +9,9 @@ use rusnic_core::{
     PutTarget, SendError, Shared, Transmit,
 };
 
-const US: u64 = 1_000;
-const MS: u64 = 1_000_000;
-const A: u64 = 0xA;
-const B: u64 = 0xB;
+mod scenario;
 
-fn cfg() -> Config {
-    Config {
-        window: 64,
-        rx_buffers: 32,
-        rto_initial: MS,
-        rto_min: 200 * US,
-        rto_max: 50 * MS,
-        ack_delay: 50 * US,
-        ack_every: 4,
-        mtu_priority: 300,
-        mtu_data: 1000,
-        tiny_size: 200,
-        max_fragment_size: 10_000,
-        connectivity_check: false,
-        ..Config::default()
-    }
-}
+use scenario::{A, B, MS, US, cfg};
 
 fn pair_with(c: Config) -> (Connection, Connection) {
     let a = Connection::new(

@@ -7,31 +7,13 @@
 
 use rusnic_core::fault::Rng;
 use rusnic_core::wire::{self, Kind};
-use rusnic_core::{Channel, Config, Endpoint, Event, Instant, Key, PutTarget};
+use rusnic_core::{Channel, Endpoint, Event, Instant, Key, PutTarget};
 
-const US: u64 = 1_000;
-const MS: u64 = 1_000_000;
-const A: u64 = 0xA;
-const B: u64 = 0xB;
+mod scenario;
+
+use scenario::{A, B, US, cfg};
+
 const REGION: u64 = 0x7000_0000;
-
-fn cfg() -> Config {
-    Config {
-        window: 64,
-        rx_buffers: 32,
-        rto_initial: MS,
-        rto_min: 200 * US,
-        rto_max: 50 * MS,
-        ack_delay: 50 * US,
-        ack_every: 4,
-        mtu_priority: 300,
-        mtu_data: 1000,
-        tiny_size: 200,
-        max_fragment_size: 10_000,
-        connectivity_check: false,
-        ..Config::default()
-    }
-}
 
 fn key(n: u8) -> Key {
     Key::from_bytes([n; Key::LEN])
