@@ -126,18 +126,8 @@ pub fn table(all: &Summaries, measured: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{Sample, summarise};
-
-    fn sample(config: &str, test: &str, size: u64, unit: &str, value: f64) -> Sample {
-        Sample {
-            config: config.to_owned(),
-            round: 1,
-            test: test.to_owned(),
-            size,
-            unit: unit.to_owned(),
-            value,
-        }
-    }
+    use crate::results::summarise;
+    use crate::results::tests::sample;
 
     #[test]
     fn pairs_show_ours_beside_stock_with_a_verdict() {

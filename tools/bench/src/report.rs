@@ -262,17 +262,7 @@ pub fn json(
 mod tests {
     use super::*;
     use crate::results::summarise;
-
-    fn sample(config: &str, test: &str, size: u64, unit: &str, value: f64) -> Sample {
-        Sample {
-            config: config.to_owned(),
-            round: 1,
-            test: test.to_owned(),
-            size,
-            unit: unit.to_owned(),
-            value,
-        }
-    }
+    use crate::results::tests::sample;
 
     #[test]
     fn table_shows_ratios_to_the_baseline_and_the_limit() {

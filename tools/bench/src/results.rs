@@ -108,8 +108,20 @@ pub fn summarise(samples: &[Sample]) -> BTreeMap<(String, PointKey), Summary> {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
+
+    /// A round-1 sample, for the tests of the modules that summarise and print.
+    pub fn sample(config: &str, test: &str, size: u64, unit: &str, value: f64) -> Sample {
+        Sample {
+            config: config.to_owned(),
+            round: 1,
+            test: test.to_owned(),
+            size,
+            unit: unit.to_owned(),
+            value,
+        }
+    }
 
     #[test]
     fn result_lines_parse_and_others_do_not() {
