@@ -8,16 +8,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::static_ompi::{is_installation, path_from_env, skip_unless_required};
 use crate::{McaConfig, repo_root};
 
 /// `RMCA_OMPI5_PREFIX` (set by `make check-ompi5` to `make -s ompi5-prefix`).
 pub fn prefix() -> PathBuf {
-    std::env::var_os("RMCA_OMPI5_PREFIX")
-        .filter(|p| !p.is_empty())
-        .map_or_else(
-            || repo_root().join("build/ompi5/no-prefix-given"),
-            PathBuf::from,
-        )
+    path_from_env("RMCA_OMPI5_PREFIX", || {
+        repo_root().join("build/ompi5/no-prefix-given")
+    })
 }
 
 /// Where `make components-ompi5` puts our components built against [`prefix`].
@@ -42,9 +40,7 @@ pub fn available() -> bool {
 /// components. Otherwise prints that the test is skipped and how to get them, and
 /// returns false, unless `RMCA_REQUIRE_OMPI5` is set: then it panics.
 pub fn available_at(prefix: &Path, components: &Path) -> bool {
-    let installed = ["bin/mpirun", "bin/mpicc", "bin/ompi_info"]
-        .iter()
-        .all(|tool| prefix.join(tool).is_file());
+    let installed = is_installation(prefix);
     let built = ["mca_btl_rusnic.so", "mca_btl_rsmcuda.so", "mca_mtl_rofi.so"]
         .iter()
         .all(|so| components.join(so).is_file());
@@ -63,10 +59,5 @@ pub fn available_at(prefix: &Path, components: &Path) -> bool {
             prefix.display()
         )
     };
-    if std::env::var_os("RMCA_REQUIRE_OMPI5").is_some_and(|v| !v.is_empty()) {
-        panic!("RMCA_REQUIRE_OMPI5 is set but there is {why}");
-    }
-    println!("SKIPPED: {why}");
-    eprintln!("SKIPPED: {why}");
-    false
+    skip_unless_required("RMCA_REQUIRE_OMPI5", &why)
 }

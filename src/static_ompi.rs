@@ -16,12 +16,16 @@ use crate::repo_root;
 /// `RMCA_STATIC_OMPI_PREFIX`, or build/ompi-static/prefix where `make static-ompi`
 /// installs.
 pub fn prefix() -> PathBuf {
-    std::env::var_os("RMCA_STATIC_OMPI_PREFIX")
+    path_from_env("RMCA_STATIC_OMPI_PREFIX", || {
+        repo_root().join("build/ompi-static/prefix")
+    })
+}
+
+/// The path in environment variable `var` when set and not empty, else `default()`.
+pub fn path_from_env(var: &str, default: impl FnOnce() -> PathBuf) -> PathBuf {
+    std::env::var_os(var)
         .filter(|p| !p.is_empty())
-        .map_or_else(
-            || repo_root().join("build/ompi-static/prefix"),
-            PathBuf::from,
-        )
+        .map_or_else(default, PathBuf::from)
 }
 
 /// Whether the static build exists (see [`prefix_available`]).
@@ -29,14 +33,31 @@ pub fn available() -> bool {
     prefix_available(&prefix())
 }
 
-/// True when `prefix` holds an Open MPI installation (`bin/mpirun`, `bin/mpicc`).
-/// Otherwise prints that the test is skipped and how to build it, and returns
-/// false, unless `RMCA_REQUIRE_STATIC_OMPI` is set: then it panics.
-pub fn prefix_available(prefix: &Path) -> bool {
-    let present = ["bin/mpirun", "bin/mpicc", "bin/ompi_info"]
+/// Whether `prefix` holds an Open MPI installation (`bin/mpirun`, `bin/mpicc`,
+/// `bin/ompi_info`).
+pub fn is_installation(prefix: &Path) -> bool {
+    ["bin/mpirun", "bin/mpicc", "bin/ompi_info"]
         .iter()
-        .all(|tool| prefix.join(tool).is_file());
-    if present {
+        .all(|tool| prefix.join(tool).is_file())
+}
+
+/// For a test that needs something that is missing (`why`): prints that it is skipped
+/// and returns false, unless the environment variable `require` is set (a make target
+/// that built it first): then it panics.
+pub fn skip_unless_required(require: &str, why: &str) -> bool {
+    if std::env::var_os(require).is_some_and(|v| !v.is_empty()) {
+        panic!("{require} is set but there is {why}");
+    }
+    println!("SKIPPED: {why}");
+    eprintln!("SKIPPED: {why}");
+    false
+}
+
+/// True when `prefix` holds an Open MPI installation. Otherwise prints that the test
+/// is skipped and how to build it, and returns false, unless `RMCA_REQUIRE_STATIC_OMPI`
+/// is set: then it panics.
+pub fn prefix_available(prefix: &Path) -> bool {
+    if is_installation(prefix) {
         return true;
     }
     let why = format!(
@@ -44,12 +65,7 @@ pub fn prefix_available(prefix: &Path) -> bool {
          `make check-static` builds it and runs these tests)",
         prefix.display()
     );
-    if std::env::var_os("RMCA_REQUIRE_STATIC_OMPI").is_some_and(|v| !v.is_empty()) {
-        panic!("RMCA_REQUIRE_STATIC_OMPI is set but there is {why}");
-    }
-    println!("SKIPPED: {why}");
-    eprintln!("SKIPPED: {why}");
-    false
+    skip_unless_required("RMCA_REQUIRE_STATIC_OMPI", &why)
 }
 
 /// `name` (tests/programs/NAME.c or tests/fixtures/NAME.c) compiled with
