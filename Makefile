@@ -41,16 +41,23 @@ all: components
 setup:
 	@configure-support/setup
 
+# $(call place_components,COMPONENTS,PROFILE_DIR,OUT_DIR,HELP_FILES): each built
+# libmca_<fw>_<name>.so as OUT_DIR/mca_<fw>_<name>.so (beside it, then renamed), and the
+# help files.
+define place_components
+	@mkdir -p $(3)
+	@for c in $(1); do \
+	    IFS=: read -r crate fw name <<< "$$c"; \
+	    install -m 0755 $(2)/libmca_$${fw}_$${name}.so $(3)/.mca_$${fw}_$${name}.so.new; \
+	    mv -f $(3)/.mca_$${fw}_$${name}.so.new $(3)/mca_$${fw}_$${name}.so; \
+	    echo "  built $(3)/mca_$${fw}_$${name}.so"; \
+	done
+	@install -m 0644 $(4) $(3)/
+endef
+
 components:
 	$(CARGO) build --release $(foreach c,$(COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
-	@mkdir -p $(MCA_BUILD)
-	@for c in $(COMPONENTS); do \
-	    IFS=: read -r crate fw name <<< "$$c"; \
-	    install -m 0755 $(PROFILE_DIR)/libmca_$${fw}_$${name}.so $(MCA_BUILD)/.mca_$${fw}_$${name}.so.new; \
-	    mv -f $(MCA_BUILD)/.mca_$${fw}_$${name}.so.new $(MCA_BUILD)/mca_$${fw}_$${name}.so; \
-	    echo "  built $(MCA_BUILD)/mca_$${fw}_$${name}.so"; \
-	done
-	@install -m 0644 $(HELP_FILES) $(MCA_BUILD)/
+	$(call place_components,$(COMPONENTS),$(PROFILE_DIR),$(MCA_BUILD),$(HELP_FILES))
 
 install: components
 	@configure-support/install-components $(MCA_BUILD) "$(MCA_DIR)"
@@ -99,14 +106,7 @@ components-ompi5:
 	@prefix=$$(configure-support/ompi5 --print-prefix) && \
 	OMPI_PREFIX=$$prefix CARGO_TARGET_DIR=target/ompi5 \
 	    $(CARGO) build --release $(foreach c,$(OMPI5_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
-	@mkdir -p $(BUILD)/ompi5/mca
-	@for c in $(OMPI5_COMPONENTS); do \
-	    IFS=: read -r crate fw name <<< "$$c"; \
-	    install -m 0755 target/ompi5/release/libmca_$${fw}_$${name}.so $(BUILD)/ompi5/mca/.mca_$${fw}_$${name}.so.new; \
-	    mv -f $(BUILD)/ompi5/mca/.mca_$${fw}_$${name}.so.new $(BUILD)/ompi5/mca/mca_$${fw}_$${name}.so; \
-	    echo "  built $(BUILD)/ompi5/mca/mca_$${fw}_$${name}.so (Open MPI 5)"; \
-	done
-	@install -m 0644 $(filter-out %rfixture.txt,$(HELP_FILES)) $(BUILD)/ompi5/mca/
+	$(call place_components,$(OMPI5_COMPONENTS),target/ompi5/release,$(BUILD)/ompi5/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
 
 check-ompi5: components components-ompi5
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
