@@ -3,19 +3,15 @@
 
 use std::fmt::Write as _;
 
+use crate::configs::Series;
+use crate::pairs::{Pair, median, pairs, size_label};
 use crate::report::Summaries;
-use crate::results::{higher_is_better, point_key};
+use crate::results::higher_is_better;
 
-/// Ours, the stock component a user would otherwise run, and how to call the pair.
-pub const PAIRS: &[(&str, &str, &str)] = &[
-    ("rusnic", "stock-tcp", "UDP datagrams (BTL) vs ob1/tcp"),
-    (
-        "rofi-tcp",
-        "stock-ofi-tcp",
-        "libfabric tcp;ofi_rxm (MTL) vs ofi",
-    ),
-    ("rsmcuda", "stock-vader", "shared memory (BTL) vs vader"),
-];
+/// The pairs of the given series, in that order.
+pub fn series_pairs(series: &[Series]) -> Vec<Pair> {
+    series.iter().flat_map(|s| pairs(*s)).collect()
+}
 
 /// What the demo measures: small-message latency and large-message bandwidth only
 /// (a bandwidth of zero-byte messages would be a row of zeros).
@@ -53,14 +49,6 @@ fn verdict(ours: f64, stock: f64, unit: &str) -> String {
     }
 }
 
-fn size_label(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
 fn value_label(value: f64, unit: &str) -> String {
     if unit == "us" {
         format!("{value:.2} us")
@@ -69,9 +57,10 @@ fn value_label(value: f64, unit: &str) -> String {
     }
 }
 
-/// The table: a block per pair whose two configurations were both measured, a row per
-/// point that both measured with a positive value. Rows that cannot be compared are
-/// left out rather than shown as zeros; a pair with no such row says why.
+/// The table: a block per pair whose two configurations were both measured (4.1's
+/// pairs, then 5.0's), a row per point that both measured with a positive value. Rows
+/// that cannot be compared are left out rather than shown as zeros; a pair with no
+/// such row says why.
 pub fn table(all: &Summaries, measured: &[String]) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -79,20 +68,16 @@ pub fn table(all: &Summaries, measured: &[String]) -> String {
         "{:<36} {:<16} {:>12} {:>12}  ours is",
         "ours vs stock", "test", "ours", "stock"
     );
-    for (ours, stock, about) in PAIRS {
-        if !measured.iter().any(|m| m == ours) || !measured.iter().any(|m| m == stock) {
+    for pair in series_pairs(&[Series::Ompi41, Series::Ompi50]) {
+        if !pair.measured_in(measured) {
             continue;
         }
+        let (ours, stock, about) = (pair.ours.as_str(), pair.stock.as_str(), pair.about);
         let title = format!("{ours} vs {stock}");
         let _ = writeln!(out, "{title:<36} ({about})");
         let mut rows = 0;
         for (test, size, unit) in POINTS {
-            let key = point_key(test, *size, unit);
-            let value = |config: &str| {
-                all.get(&((*config).to_owned(), key.clone()))
-                    .map(|s| s.median)
-                    .filter(|v| v.is_finite() && *v > 0.0)
-            };
+            let value = |config: &str| median(all, config, test, *size, unit);
             let (Some(o), Some(s)) = (value(ours), value(stock)) else {
                 continue;
             };

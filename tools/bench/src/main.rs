@@ -9,6 +9,7 @@
 mod configs;
 mod demo;
 mod imb;
+mod pairs;
 mod plot;
 mod report;
 mod results;
@@ -19,21 +20,26 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use configs::BenchConfig;
+use configs::{BenchConfig, Series};
 use results::Sample;
 
 const USAGE: &str = "\
-usage: rmca-bench [--demo | --quick] [--rounds N] [--configs a,b,...] [--config NAME='--mca K V ...']
-                  [--baseline NAME] [--out DIR] [--no-limits] [--no-plots] [--imb]
-                  [--timeout SECONDS] [--list] [-- mpibench arguments...]
+usage: rmca-bench [--demo | --quick] [--rounds N] [--series 4.1,5.0] [--configs a,b,...]
+                  [--config NAME='--mca K V ...'] [--baseline NAME] [--out DIR] [--no-limits]
+                  [--no-plots] [--imb] [--timeout SECONDS] [--list] [-- mpibench arguments...]
 
   --demo         make demo: each of ours beside its stock counterpart, latency and
                  bandwidth at four sizes, one short table (well under a minute)
   --quick        seconds: 1 round, mpibench/limits --quick
                  (default: the full sweep 0 B .. 16 MiB, 3 rounds: minutes)
   --rounds N     interleaved rounds; medians are taken over them
+  --series       the Open MPI series whose default configurations (or --demo pairs) run:
+                 4.1 (the system's, the default), 5.0 (`make ompi5`, ours from
+                 `make components-ompi5`; RMCA_OMPI5_PREFIX or `make -s ompi5-prefix`)
+                 or both, in the same interleaved rounds
   --configs      names from --list (default: stock-tcp, stock-vader, stock-ofi-tcp and
-                 every component of ours that was built)
+                 every component of ours that was built); NAME-ompi5 is NAME on 5.0
+                 (stock-sm-ompi5 for stock-vader)
   --config       a further configuration: --mca triples and -x VAR=value
   --baseline     the configuration ratios are taken against (default: the first)
   --imb          also run IMB-MPI1 PingPong/Sendrecv/Exchange/Allreduce (from PATH)
@@ -46,6 +52,8 @@ struct Options {
     quick: bool,
     rounds: u32,
     configs: Vec<BenchConfig>,
+    /// The Open MPI 5 installation the 5.0 configurations run on (set by `locate`).
+    ompi5_prefix: Option<PathBuf>,
     baseline: String,
     out: PathBuf,
     limits: bool,
@@ -55,7 +63,7 @@ struct Options {
     bench_args: Vec<String>,
 }
 
-fn default_configs(quick: bool) -> Vec<BenchConfig> {
+fn default_configs(quick: bool, series: &[Series]) -> Vec<BenchConfig> {
     let stock: &[&str] = if quick {
         &["stock-tcp", "stock-vader", "stock-ofi-tcp", "default"]
     } else {
@@ -67,28 +75,37 @@ fn default_configs(quick: bool) -> Vec<BenchConfig> {
             "default",
         ]
     };
-    configs::registry()
-        .into_iter()
-        .filter(|c| match c.needs {
-            None => stock.contains(&c.config.name.as_str()),
-            Some(_) => c.available(),
-        })
-        .collect()
+    let registry = configs::registry();
+    let mut chosen = Vec::new();
+    for s in series {
+        let stock: Vec<String> = stock.iter().filter_map(|n| s.name(n)).collect();
+        chosen.extend(
+            registry
+                .iter()
+                .filter(|c| c.series == *s)
+                .filter(|c| match c.needs {
+                    None => stock.contains(&c.config.name),
+                    Some(_) => c.available(),
+                })
+                .cloned(),
+        );
+    }
+    chosen
 }
 
-/// The pairs of `--demo` whose component of ours was built.
-fn demo_configs() -> Vec<BenchConfig> {
+/// The pairs of `--demo` in `series` whose component of ours was built.
+fn demo_configs(series: &[Series]) -> Vec<BenchConfig> {
     let mut names = Vec::new();
-    for (ours, stock, _) in demo::PAIRS {
-        if configs::resolve(ours).is_ok_and(|c| c.available()) {
-            names.push(*stock);
-            names.push(*ours);
+    for pair in demo::series_pairs(series) {
+        if configs::resolve(&pair.ours).is_ok_and(|c| c.available()) {
+            names.push(pair.stock);
+            names.push(pair.ours);
         }
     }
     names.dedup();
     names
         .into_iter()
-        .filter_map(|n| configs::resolve(n).ok())
+        .filter_map(|n| configs::resolve(&n).ok())
         .collect()
 }
 
@@ -96,6 +113,7 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
     let mut demo = false;
     let mut quick = false;
     let mut rounds = None;
+    let mut series = None;
     let mut names: Option<Vec<String>> = None;
     let mut extra = Vec::new();
     let mut baseline = None;
@@ -123,6 +141,7 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
                         .ok_or_else(|| format!("--rounds: '{v}' is not a number in 1..=50"))?,
                 );
             }
+            "--series" => series = Some(Series::parse_list(&value("4.1, 5.0 or 4.1,5.0")?)?),
             "--configs" => {
                 names = Some(value("a list")?.split(',').map(str::to_owned).collect());
             }
@@ -145,8 +164,12 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
                 // A closed pipe (`| head`) ends the list quietly.
                 let mut out = std::io::stdout().lock();
                 for c in configs::registry() {
-                    let state = if c.available() { "" } else { "  (not built)" };
-                    if writeln!(out, "{:<14} {}{state}", c.config.name, c.about).is_err() {
+                    let state = match (c.available(), c.series) {
+                        (true, _) => "",
+                        (false, Series::Ompi41) => "  (not built)",
+                        (false, Series::Ompi50) => "  (not built: make components-ompi5)",
+                    };
+                    if writeln!(out, "{:<19} {}{state}", c.config.name, c.about).is_err() {
                         break;
                     }
                 }
@@ -160,24 +183,25 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
             other => return Err(format!("unknown option '{other}'\n{USAGE}")),
         }
     }
+    if series.is_some() && (names.is_some() || !extra.is_empty()) {
+        return Err(
+            "--series picks the default configurations; with --configs name each one \
+             (NAME-ompi5 for 5.0)"
+                .to_owned(),
+        );
+    }
+    let series = series.unwrap_or_else(|| vec![Series::Ompi41]);
     let mut configs = match names {
         Some(names) => names
             .iter()
             .map(|n| configs::resolve(n))
             .collect::<Result<Vec<_>, _>>()?,
-        None if extra.is_empty() && demo => demo_configs(),
-        None if extra.is_empty() => default_configs(quick),
+        None if extra.is_empty() && demo => demo_configs(&series),
+        None if extra.is_empty() => default_configs(quick, &series),
         None => Vec::new(),
     };
     for spec in &extra {
         configs.push(configs::resolve(spec)?);
-    }
-    if let Some(missing) = configs.iter().find(|c| !c.available()) {
-        return Err(format!(
-            "{} needs build/mca/{} (run make first)",
-            missing.config.name,
-            missing.needs.unwrap_or("?")
-        ));
     }
     if configs.is_empty() {
         return Err("no configuration to measure".to_owned());
@@ -191,6 +215,13 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
         return Err(format!(
             "baseline {baseline} is not among the configurations"
         ));
+    }
+    if want_imb && configs.iter().any(|c| c.series == Series::Ompi50) {
+        return Err(
+            "--imb runs the IMB-MPI1 on PATH, built for the system Open MPI: not with the \
+             5.0 configurations"
+                .to_owned(),
+        );
     }
     let imb = match (want_imb, imb::find()) {
         (true, None) => return Err("--imb: no IMB-MPI1 on PATH".to_owned()),
@@ -209,6 +240,7 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
         quick,
         rounds: rounds.unwrap_or(if quick { 1 } else { 3 }),
         configs,
+        ompi5_prefix: None,
         baseline,
         out: out.unwrap_or_else(|| {
             mca_harness::repo_root()
@@ -318,12 +350,14 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
 
     let summaries = results::summarise(&samples);
     let table = report::table(&summaries, &names, &opts.baseline, opts.rounds);
+    let pairs_table = pairs::table(&summaries, &names);
     if opts.demo {
         print!("{}", demo::table(&summaries, &names));
     } else {
-        print!("{table}");
+        print!("{table}{pairs_table}");
     }
     let mut text = table.clone();
+    text.push_str(&pairs_table);
     text.push_str(&report::winners(&summaries, &names));
     write_file(&opts.out.join("summary.txt"), &text)?;
     write_file(
@@ -334,19 +368,26 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         &opts.out.join("summary.csv"),
         &report::summary_csv(&summaries, &opts.baseline),
     )?;
+    if !pairs_table.is_empty() {
+        write_file(&opts.out.join("pairs.csv"), &pairs::csv(&summaries, &names))?;
+    }
     let config_lines: Vec<(String, String)> = opts
         .configs
         .iter()
         .map(|c| (c.config.name.clone(), run::describe(&c.config)))
         .collect();
-    let meta = [
+    let mut meta = vec![
         ("mode", if opts.quick { "quick" } else { "full" }.to_owned()),
         ("rounds", opts.rounds.to_string()),
         ("baseline", opts.baseline.clone()),
         ("mpibench_args", opts.bench_args.join(" ")),
-        ("open_mpi", ompi_version()),
+        ("open_mpi", ompi_version(Path::new("ompi_info"))),
         ("started_utc", run::utc_stamp()),
     ];
+    if let Some(prefix) = &opts.ompi5_prefix {
+        meta.push(("open_mpi_5_prefix", prefix.display().to_string()));
+        meta.push(("open_mpi_5", ompi_version(&prefix.join("bin/ompi_info"))));
+    }
     write_file(
         &opts.out.join("results.json"),
         &report::json(&meta, &config_lines, &samples, &summaries),
@@ -370,7 +411,12 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
     eprintln!(
         "rmca-bench: results in {} (summary.txt, samples.csv, summary.csv, results.json{})",
         opts.out.display(),
-        if opts.plots { ", *.png" } else { "" }
+        match (opts.plots, pairs_table.is_empty()) {
+            (true, true) => ", *.png",
+            (true, false) => ", pairs.csv, *.png",
+            (false, true) => "",
+            (false, false) => ", pairs.csv",
+        }
     );
     if failures.is_empty() {
         Ok(ExitCode::SUCCESS)
@@ -382,8 +428,9 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
     }
 }
 
-fn ompi_version() -> String {
-    std::process::Command::new("ompi_info")
+/// The first line of `ompi_info --version` (`tool`: the system's or a prefix's).
+fn ompi_version(tool: &Path) -> String {
+    std::process::Command::new(tool)
         .args(["--version"])
         .output()
         .ok()
@@ -394,7 +441,14 @@ fn ompi_version() -> String {
 
 fn main() -> ExitCode {
     let result = parse_options(std::env::args().skip(1).collect()).and_then(|opts| match opts {
-        Some(opts) => measure(&opts),
+        Some(mut opts) => {
+            opts.ompi5_prefix = configs::locate(
+                &mut opts.configs,
+                &mca_harness::ompi5::component_dir(),
+                configs::ompi5_prefix,
+            )?;
+            measure(&opts)
+        }
         None => Ok(ExitCode::SUCCESS),
     });
     result.unwrap_or_else(|e| {
@@ -428,11 +482,12 @@ mod tests {
         assert_eq!(o.rounds, 1);
         assert_eq!(o.bench_args, demo::mpibench_args());
         let names: Vec<&str> = o.configs.iter().map(|c| c.config.name.as_str()).collect();
-        for (ours, stock, _) in demo::PAIRS {
-            if names.contains(ours) {
-                assert!(names.contains(stock), "{names:?}");
+        for pair in demo::series_pairs(&[Series::Ompi41]) {
+            if names.contains(&pair.ours.as_str()) {
+                assert!(names.contains(&pair.stock.as_str()), "{names:?}");
             }
         }
+        assert!(o.configs.iter().all(|c| c.series == Series::Ompi41));
     }
 
     #[test]
@@ -454,6 +509,54 @@ mod tests {
                 .contains("unknown option")
         );
         assert!(parse(&["--rounds"]).unwrap_err().contains("needs"));
+    }
+
+    #[test]
+    fn series_choose_the_default_configurations_of_each() {
+        let o = parse(&["--quick", "--series", "4.1,5.0"]).unwrap().unwrap();
+        let names: Vec<&str> = o.configs.iter().map(|c| c.config.name.as_str()).collect();
+        for stock in ["stock-tcp", "stock-vader", "stock-ofi-tcp", "default"] {
+            assert!(names.contains(&stock), "{names:?}");
+        }
+        for stock in ["stock-tcp-ompi5", "stock-sm-ompi5", "stock-ofi-tcp-ompi5"] {
+            assert!(names.contains(&stock), "{names:?}");
+        }
+        // 4.1's first (the baseline is 4.1's); 5.0's are named for their series.
+        assert_eq!(o.baseline, o.configs[0].config.name);
+        assert_eq!(o.configs[0].series, Series::Ompi41);
+        assert!(
+            o.configs
+                .iter()
+                .all(|c| (c.series == Series::Ompi50) == c.config.name.ends_with("-ompi5"))
+        );
+        let o = parse(&["--quick", "--series", "5.0"]).unwrap().unwrap();
+        assert!(o.configs.iter().all(|c| c.series == Series::Ompi50));
+        assert_eq!(o.baseline, "stock-tcp-ompi5");
+        // The demo of 5.0 pairs only what was built for 5.0, each beside its stock one.
+        let o = parse(&["--demo", "--series", "4.1,5.0"]).unwrap();
+        if let Some(o) = o.filter(|o| !o.configs.is_empty()) {
+            let names: Vec<&str> = o.configs.iter().map(|c| c.config.name.as_str()).collect();
+            for pair in demo::series_pairs(&[Series::Ompi41, Series::Ompi50]) {
+                if names.contains(&pair.ours.as_str()) {
+                    assert!(names.contains(&pair.stock.as_str()), "{names:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn series_options_that_cannot_work_are_refused() {
+        assert!(parse(&["--series", "6.0"]).unwrap_err().contains("series"));
+        assert!(
+            parse(&["--series", "5.0", "--configs", "stock-tcp"])
+                .unwrap_err()
+                .contains("--series picks")
+        );
+        assert!(
+            parse(&["--imb", "--configs", "stock-tcp-ompi5"])
+                .unwrap_err()
+                .contains("5.0")
+        );
     }
 
     #[test]

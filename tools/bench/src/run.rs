@@ -45,7 +45,8 @@ pub fn mpibench(
     out: &Path,
 ) -> Result<Vec<Sample>, String> {
     let args: Vec<&str> = bench_args.iter().map(String::as_str).collect();
-    let job = Job::new(config, 2, program("mpibench"))
+    // On another installation (5.0), mpibench compiled by that installation's mpicc.
+    let job = Job::new(config, 2, config.program("mpibench"))
         .args(&args)
         .mpirun_args(MPIRUN_ARGS)
         .timeout(timeout);
@@ -128,9 +129,21 @@ pub fn imb(
     Ok(imb::parse(&stdout, &config.name, round))
 }
 
-/// The mpirun arguments of a configuration, for the JSON file.
+/// The mpirun arguments of a configuration, for the JSON file (after the `mpirun` of
+/// another installation and the component path, when it runs on one).
 pub fn describe(config: &McaConfig) -> String {
-    let mut words: Vec<String> = MPIRUN_ARGS.iter().map(|a| (*a).to_owned()).collect();
+    let mut words: Vec<String> = Vec::new();
+    if let Some(prefix) = &config.prefix {
+        if let Some(ours) = &config.components {
+            words.push(format!(
+                "OMPI_MCA_mca_base_component_path={}:{}",
+                ours.display(),
+                prefix.join("lib/openmpi").display()
+            ));
+        }
+        words.push(config.mpirun().display().to_string());
+    }
+    words.extend(MPIRUN_ARGS.iter().map(|a| (*a).to_owned()));
     words.extend(config.mpirun_options());
     words.join(" ")
 }

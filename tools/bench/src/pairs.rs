@@ -1,0 +1,300 @@
+//! Each of ours against the stock component it stands in for, in the same Open MPI
+//! series: the pairs of `make demo`, and the ratio view of a run that measured them
+//! (for both series side by side, with how 5.0's ratio compares with 4.1's).
+
+use std::fmt::Write as _;
+
+use crate::configs::Series;
+use crate::report::Summaries;
+use crate::results::{higher_is_better, point_key};
+
+/// Ours and the stock configuration a user would otherwise run (4.1 names), and how
+/// to call the pair on 4.1 and on 5.0.
+const PAIRS: &[(&str, &str, &str, &str)] = &[
+    (
+        "rusnic",
+        "stock-tcp",
+        "UDP datagrams (BTL) vs ob1/tcp",
+        "UDP datagrams (BTL) vs ob1/tcp",
+    ),
+    (
+        "rofi-tcp",
+        "stock-ofi-tcp",
+        "libfabric tcp;ofi_rxm (MTL) vs ofi",
+        "libfabric tcp;ofi_rxm (MTL) vs ofi",
+    ),
+    (
+        "rsmcuda",
+        "stock-vader",
+        "shared memory (BTL) vs vader",
+        "shared memory (BTL) vs sm",
+    ),
+];
+
+/// One of ours beside its stock counterpart in one series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pair {
+    pub series: Series,
+    pub ours: String,
+    pub stock: String,
+    pub about: &'static str,
+}
+
+impl Pair {
+    /// Both configurations of the pair are among `measured`.
+    pub fn measured_in(&self, measured: &[String]) -> bool {
+        measured.contains(&self.ours) && measured.contains(&self.stock)
+    }
+}
+
+/// The pair of `PAIRS` entry `entry` in `series`, if both have a counterpart there.
+fn pair_of(entry: &(&str, &str, &'static str, &'static str), series: Series) -> Option<Pair> {
+    let (ours, stock, about41, about50) = *entry;
+    Some(Pair {
+        series,
+        ours: series.name(ours)?,
+        stock: series.name(stock)?,
+        about: match series {
+            Series::Ompi41 => about41,
+            Series::Ompi50 => about50,
+        },
+    })
+}
+
+/// The pairs of one series, in display order.
+pub fn pairs(series: Series) -> Vec<Pair> {
+    PAIRS.iter().filter_map(|e| pair_of(e, series)).collect()
+}
+
+/// The points of the ratio view: small-message latency, large-message bandwidth.
+pub const POINTS: &[(&str, u64, &str)] = &[
+    ("latency", 8, "us"),
+    ("latency", 1 << 10, "us"),
+    ("bw", 64 << 10, "MB/s"),
+    ("bw", 1 << 20, "MB/s"),
+    ("bw", 4 << 20, "MB/s"),
+];
+
+/// A size as `8 B`, `64 KiB`, `1 MiB`.
+pub fn size_label(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// The median of `config` at a point, when it is a positive number.
+pub fn median(all: &Summaries, config: &str, test: &str, size: u64, unit: &str) -> Option<f64> {
+    all.get(&(config.to_owned(), point_key(test, size, unit)))
+        .map(|s| s.median)
+        .filter(|v| v.is_finite() && *v > 0.0)
+}
+
+/// ours / stock at a point (latency: below 1 is better; bandwidth: above 1).
+pub fn ratio(all: &Summaries, pair: &Pair, test: &str, size: u64, unit: &str) -> Option<f64> {
+    Some(median(all, &pair.ours, test, size, unit)? / median(all, &pair.stock, test, size, unit)?)
+}
+
+/// How much better (+) or worse (-) ratio `later` is than `earlier`, as a percentage
+/// of the speed-up over stock: for latency a smaller ratio is the better one.
+pub fn change_percent(earlier: f64, later: f64, unit: &str) -> f64 {
+    let speedup = |r: f64| if higher_is_better(unit) { r } else { 1.0 / r };
+    (speedup(later) / speedup(earlier) - 1.0) * 100.0
+}
+
+fn column(test: &str, size: u64) -> String {
+    let test = if test == "bw" { "bw" } else { "lat" };
+    format!(
+        "{test} {}",
+        size_label(size).replace("iB", "").replace(' ', "")
+    )
+}
+
+/// The ratio view: for every pair measured, ours / stock at [`POINTS`] in each series;
+/// where a pair was measured in both series, a row of how 5.0's ratio compares with
+/// 4.1's. Empty when no pair was measured.
+pub fn table(all: &Summaries, measured: &[String]) -> String {
+    let mut out = String::new();
+    for entry in PAIRS {
+        let mut ratios: Vec<(Series, Vec<Option<f64>>)> = Vec::new();
+        for series in [Series::Ompi41, Series::Ompi50] {
+            let Some(pair) = pair_of(entry, series).filter(|p| p.measured_in(measured)) else {
+                continue;
+            };
+            let values: Vec<Option<f64>> = POINTS
+                .iter()
+                .map(|(test, size, unit)| ratio(all, &pair, test, *size, unit))
+                .collect();
+            let title = format!("{} / {}", pair.ours, pair.stock);
+            let mut row = format!("{title:<36} {:<10}", series.label());
+            for v in &values {
+                let _ = match v {
+                    Some(r) => write!(row, " {r:>8.2}"),
+                    None => write!(row, " {:>8}", "-"),
+                };
+            }
+            let _ = writeln!(out, "{row}");
+            ratios.push((series, values));
+        }
+        if let [(_, r41), (_, r50)] = ratios.as_slice() {
+            let mut row = format!("{:<36} {:<10}", "", "5.0 vs 4.1");
+            for ((a, b), (_, _, unit)) in r41.iter().zip(r50).zip(POINTS) {
+                let _ = match (a, b) {
+                    (Some(a), Some(b)) => write!(row, " {:>+7.0}%", change_percent(*a, *b, unit)),
+                    _ => write!(row, " {:>8}", "-"),
+                };
+            }
+            let _ = writeln!(out, "{row}");
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    let mut header = format!("{:<36} {:<10}", "pair", "series");
+    for (test, size, _) in POINTS {
+        let _ = write!(header, " {:>8}", column(test, *size));
+    }
+    format!(
+        "# pairs: ours / stock of the same Open MPI series, medians over the same rounds \
+         (lat: below 1.00 is better; bw: above 1.00 is better)\n\
+         # 5.0 vs 4.1: how much better (+) or worse (-) 5.0's ratio is than 4.1's\n{header}\n{out}"
+    )
+}
+
+/// The same as CSV: `series,ours,stock,test,size,unit,ours_median,stock_median,ratio`.
+pub fn csv(all: &Summaries, measured: &[String]) -> String {
+    let mut out = String::from("series,ours,stock,test,size,unit,ours_median,stock_median,ratio\n");
+    for series in [Series::Ompi41, Series::Ompi50] {
+        for pair in pairs(series).iter().filter(|p| p.measured_in(measured)) {
+            for (test, size, unit) in POINTS {
+                let (Some(o), Some(s)) = (
+                    median(all, &pair.ours, test, *size, unit),
+                    median(all, &pair.stock, test, *size, unit),
+                ) else {
+                    continue;
+                };
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{test},{size},{unit},{o},{s},{}",
+                    series.label(),
+                    pair.ours,
+                    pair.stock,
+                    o / s
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::summarise;
+    use crate::results::tests::sample;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn each_series_pairs_ours_with_its_own_stock() {
+        let p41 = pairs(Series::Ompi41);
+        let p50 = pairs(Series::Ompi50);
+        assert_eq!(p41.len(), 3);
+        assert_eq!(p50.len(), 3);
+        assert_eq!(
+            (p41[2].ours.as_str(), p41[2].stock.as_str()),
+            ("rsmcuda", "stock-vader")
+        );
+        assert_eq!(
+            (p50[2].ours.as_str(), p50[2].stock.as_str()),
+            ("rsmcuda-ompi5", "stock-sm-ompi5")
+        );
+        assert_eq!(p50[1].stock, "stock-ofi-tcp-ompi5");
+        assert!(p50[2].about.ends_with("vs sm"));
+        assert!(p50.iter().all(|p| p.series == Series::Ompi50));
+    }
+
+    #[test]
+    fn changes_count_a_smaller_latency_ratio_as_better() {
+        // Latency ratio 0.80 -> 0.40: twice the speed-up over stock.
+        assert!((change_percent(0.8, 0.4, "us") - 100.0).abs() < 1e-9);
+        // Bandwidth ratio 1.25 -> 1.00: a fifth less.
+        assert!((change_percent(1.25, 1.0, "MB/s") + 20.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn table_shows_both_series_and_how_5_0_compares() {
+        let all = summarise(&[
+            sample("rusnic", "latency", 8, "us", 3.0),
+            sample("stock-tcp", "latency", 8, "us", 4.0),
+            sample("rusnic", "bw", 4 << 20, "MB/s", 6000.0),
+            sample("stock-tcp", "bw", 4 << 20, "MB/s", 4000.0),
+            sample("rusnic-ompi5", "latency", 8, "us", 2.0),
+            sample("stock-tcp-ompi5", "latency", 8, "us", 4.0),
+            sample("rusnic-ompi5", "bw", 4 << 20, "MB/s", 5400.0),
+            sample("stock-tcp-ompi5", "bw", 4 << 20, "MB/s", 4000.0),
+            sample("rsmcuda-ompi5", "bw", 1 << 20, "MB/s", 9000.0),
+            sample("stock-sm-ompi5", "bw", 1 << 20, "MB/s", 10000.0),
+        ]);
+        let measured = names(&[
+            "stock-tcp",
+            "rusnic",
+            "stock-tcp-ompi5",
+            "rusnic-ompi5",
+            "stock-sm-ompi5",
+            "rsmcuda-ompi5",
+        ]);
+        let t = table(&all, &measured);
+        let header = t.lines().find(|l| l.starts_with("pair")).unwrap();
+        assert!(
+            header.ends_with("lat 8B   lat 1K   bw 64K    bw 1M    bw 4M"),
+            "{t}"
+        );
+        let r41 = t
+            .lines()
+            .find(|l| l.starts_with("rusnic / stock-tcp "))
+            .unwrap();
+        assert!(
+            r41.contains(" 4.1 ") && r41.contains("0.75") && r41.ends_with("1.50"),
+            "{t}"
+        );
+        let r50 = t
+            .lines()
+            .find(|l| l.starts_with("rusnic-ompi5 / stock-tcp-ompi5"))
+            .unwrap();
+        assert!(r50.contains("0.50") && r50.ends_with("1.35"), "{t}");
+        // 0.75 -> 0.50 latency: +50 %; 1.50 -> 1.35 bandwidth: -10 %.
+        let cmp = t.lines().find(|l| l.contains("5.0 vs 4.1  ")).unwrap();
+        let words: Vec<&str> = cmp.split_whitespace().collect();
+        assert_eq!(
+            words,
+            ["5.0", "vs", "4.1", "+50%", "-", "-", "-", "-10%"],
+            "{t}"
+        );
+        // rsmcuda only on 5.0: its row, no comparison row; rofi not measured: no row.
+        let shm = t.lines().find(|l| l.starts_with("rsmcuda-ompi5")).unwrap();
+        assert!(shm.contains("0.90"), "{t}");
+        assert_eq!(t.matches("5.0 vs 4.1  ").count(), 1, "{t}");
+        assert!(!t.contains("rofi"), "{t}");
+
+        let csv = csv(&all, &measured);
+        assert!(
+            csv.starts_with("series,ours,stock,test,size,unit,"),
+            "{csv}"
+        );
+        assert!(
+            csv.contains("\n5.0,rusnic-ompi5,stock-tcp-ompi5,latency,8,us,2,4,0.5\n"),
+            "{csv}"
+        );
+        assert_eq!(csv.lines().count(), 1 + 2 + 2 + 1, "{csv}");
+    }
+
+    #[test]
+    fn no_pair_measured_means_no_table() {
+        let all = summarise(&[sample("stock-tcp", "latency", 8, "us", 4.0)]);
+        assert_eq!(table(&all, &names(&["stock-tcp", "stock-vader"])), "");
+    }
+}
