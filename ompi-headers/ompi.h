@@ -26,6 +26,11 @@
 #include "opal/runtime/opal.h"
 /* opal_built_with_cuda_support: the CUDA flavour of the running libopen-pal. */
 #include "opal/runtime/opal_params.h"
+#if OPAL_MAJOR_VERSION >= 5
+/* 5.0 moves GPU support into a run-time framework: which accelerator component
+ * (cuda, rocm, ze, null) was selected decides whether a BTL may use CUDA. */
+#include "opal/mca/accelerator/base/base.h"
+#endif
 /* Progress registration. */
 #include "opal/runtime/opal_progress.h"
 /* Output streams and show_help. */

@@ -425,14 +425,14 @@ impl Job {
                 line.extend(["--allow-run-as-root", "--oversubscribe"].map(str::to_owned));
             }
             Placement::AcrossHosts { hosts } => {
-                assert!(
-                    self.config.prefix.is_none(),
-                    "across_hosts runs the system mpirun; it cannot be combined with on_prefix"
-                );
                 // The script brings the hosts up, runs mpirun inside host 1 with the
                 // rsh agent and a host list, and always tears the hosts down again.
                 let script = repo_root().join("tests/hosts/run-across-hosts");
                 line.push(script.display().to_string());
+                if self.config.prefix.is_some() {
+                    line.push("--mpirun".to_owned());
+                    line.push(self.config.mpirun().display().to_string());
+                }
                 if let Some(loss) = &self.config.loss {
                     line.extend(["--loss".to_owned(), loss.join(" ")]);
                 }

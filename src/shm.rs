@@ -103,3 +103,36 @@ mod tests {
         }
     }
 }
+
+/// The segments an rsmcuda job says it created (its `btl_rsmcuda_verbose` lines
+/// "created segment NAME ..."), in the order they appear.
+pub fn rsmcuda_segments_created(out: &crate::JobOutput) -> Vec<String> {
+    out.stderr
+        .lines()
+        .chain(out.stdout.lines())
+        .filter_map(|l| l.split("created segment ").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Panics with the job's report unless it created exactly `expected` rsmcuda segments
+/// and none of them is left in /dev/shm.
+pub fn assert_no_rsmcuda_segment_left(out: &crate::JobOutput, expected: usize) {
+    let names = rsmcuda_segments_created(out);
+    assert_eq!(
+        names.len(),
+        expected,
+        "segments created: {names:?}\n{}",
+        out.report()
+    );
+    for name in names {
+        let path = std::path::Path::new("/dev/shm").join(name.trim_start_matches('/'));
+        assert!(
+            !path.exists(),
+            "{} left behind\n{}",
+            path.display(),
+            out.report()
+        );
+    }
+}

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use mca_harness::shm::{assert_no_rsmcuda_segment_left, rsmcuda_segments_created};
 use mca_harness::{
     Job, JobOutput, McaConfig, assert_bad_values_reported, assert_every_parameter_has_help, bad,
     exported_symbols, not_a_boolean, not_a_number, not_one_of, ompi_info_params, out_of_range,
@@ -183,35 +184,6 @@ fn large_messages_use_single_copy() {
 }
 
 /// The names of the segments this job created, from the creators' verbose lines.
-fn segments_created(out: &JobOutput) -> Vec<String> {
-    out.stderr
-        .lines()
-        .chain(out.stdout.lines())
-        .filter_map(|l| l.split("created segment ").nth(1))
-        .filter_map(|rest| rest.split_whitespace().next())
-        .map(str::to_owned)
-        .collect()
-}
-
-fn assert_no_segment_left(out: &JobOutput, expected: usize) {
-    let names = segments_created(out);
-    assert_eq!(
-        names.len(),
-        expected,
-        "segments created: {names:?}\n{}",
-        out.report()
-    );
-    for name in names {
-        let path = Path::new("/dev/shm").join(name.trim_start_matches('/'));
-        assert!(
-            !path.exists(),
-            "{} left behind\n{}",
-            path.display(),
-            out.report()
-        );
-    }
-}
-
 fn counter(out: &JobOutput, label: &str) -> u64 {
     out.stderr
         .lines()
@@ -235,7 +207,7 @@ fn fifo_stress_many_senders_one_receiver() {
     out.assert_passed();
     let stalls = counter(&out, "fifo-full stalls");
     assert!(stalls > 0, "the FIFO never filled up\n{}", out.report());
-    assert_no_segment_left(&out, 1);
+    assert_no_rsmcuda_segment_left(&out, 1);
 }
 
 #[test]
@@ -243,7 +215,7 @@ fn segment_is_gone_after_a_normal_exit() {
     let config = rsmcuda().with("btl_rsmcuda_verbose", "1");
     let out = run(&config, 4, "p2p_sizes", &["--quick"]);
     out.assert_passed();
-    assert_no_segment_left(&out, 1);
+    assert_no_rsmcuda_segment_left(&out, 1);
     // Without CUDA in this Open MPI: one line per rank says so, and the job ran.
     let cuda_lines = out.stderr.matches("btl:rsmcuda: CUDA IPC off").count();
     assert_eq!(cuda_lines, 4, "{}", out.report());
@@ -261,7 +233,7 @@ fn segment_is_gone_after_kill_9_of_a_rank() {
         "the job should have died with its rank\n{}",
         out.report()
     );
-    assert_no_segment_left(&out, 1);
+    assert_no_rsmcuda_segment_left(&out, 1);
 }
 
 /// Local rank 0 runs without rsmcuda (per-rank MCA environment, MPMD): it never
@@ -300,7 +272,7 @@ fn a_rank_that_never_attaches_leaks_nothing() {
         "the excluded rank should be named\n{}",
         out.report()
     );
-    assert_no_segment_left(&out, 1);
+    assert_no_rsmcuda_segment_left(&out, 1);
 }
 
 /// A FIFO size that is not a power of two is refused at registration with the
@@ -457,7 +429,7 @@ fn assert_nothing_left(out: &JobOutput) {
     {
         std::thread::sleep(Duration::from_millis(100));
     }
-    for name in segments_created(out) {
+    for name in rsmcuda_segments_created(out) {
         let path = Path::new("/dev/shm").join(name.trim_start_matches('/'));
         assert!(
             !path.exists(),

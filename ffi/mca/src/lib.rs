@@ -9,6 +9,8 @@
 //!   error codes, MCA variables, MPI_T pvars, show_help, verbosity streams,
 //!   progress registration, processes and the modex.
 //! - [`selection`]: whether the user named a component in its framework's list.
+//! - [`gpu`]: whether the running Open MPI lets a BTL use CUDA (4.1's build flavour,
+//!   5.0's selected accelerator component).
 //! - [`hwloc`]: the NUMA nodes of Open MPI's hwloc topology that this thread's binding
 //!   touches.
 
@@ -16,6 +18,7 @@ pub mod btl;
 pub mod component;
 pub mod convertor;
 pub mod error;
+pub mod gpu;
 pub mod guard;
 pub mod help;
 pub mod hwloc;

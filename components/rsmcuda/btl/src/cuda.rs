@@ -1,8 +1,9 @@
 //! The CUDA side, decided once at init. It is on only when (1) the user allows it
-//! (btl_rsmcuda_use_cuda_ipc), (2) the running Open MPI is CUDA-aware
-//! (`opal_built_with_cuda_support` and `opal_cuda_support`) — ob1 of a build without
-//! CUDA aborts the job on the ADD_CUDA_IPC error callback, so it must never be raised
-//! there — and (3) the CUDA driver library loads at run time.
+//! (btl_rsmcuda_use_cuda_ipc), (2) the running Open MPI lets BTLs use CUDA
+//! (`mca::gpu`: 4.1 built with CUDA and not disabled; 5.0 with `cuda` as its selected
+//! accelerator component, as 5.0's smcuda checks) — ob1 without CUDA aborts the job on
+//! the ADD_CUDA_IPC error callback, so it must never be raised there — and (3) the CUDA
+//! driver library loads at run time.
 //!
 //! This file only moves bytes between Open MPI and the logic in `rsmcuda-core` /
 //! `rsmcuda-cuda`:
@@ -98,17 +99,7 @@ fn reason_off() -> Option<String> {
     if !params::get().use_cuda_ipc.enabled() {
         return Some("btl_rsmcuda_use_cuda_ipc is false".into());
     }
-    // SAFETY: plain bools exported by libopen-pal, set when it loads (built_with) and
-    // at parameter registration (cuda_support), before any BTL init.
-    let (built_with, enabled) =
-        unsafe { (sys::opal_built_with_cuda_support, sys::opal_cuda_support) };
-    if !built_with {
-        return Some("this Open MPI is built without CUDA support".into());
-    }
-    if !enabled {
-        return Some("CUDA support is disabled in this Open MPI (opal_cuda_support)".into());
-    }
-    None
+    mca::gpu::cuda_off_reason()
 }
 
 pub fn probe(stream: &Stream) {
