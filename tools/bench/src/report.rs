@@ -62,9 +62,11 @@ pub fn table(all: &Summaries, configs: &[String], baseline: &str, rounds: u32) -
         out,
         "# limit: memcpy bandwidth of that size (bw, bibw), half the raw UDP loopback round trip (latency)"
     );
+    // A column is as wide as its name (5.0's are longer), at least 14.
+    let width = |c: &str| c.len().max(14);
     let mut header = format!("{:<8} {:>6} {:<6}", "test", "size", "unit");
     for c in configs {
-        let _ = write!(header, " {c:>14} {:>6}", "ratio");
+        let _ = write!(header, " {c:>w$} {:>6}", "ratio", w = width(c));
     }
     let _ = write!(header, " {:>12}", "limit");
     let _ = writeln!(out, "{header}");
@@ -79,10 +81,10 @@ pub fn table(all: &Summaries, configs: &[String], baseline: &str, rounds: u32) -
                         Some(b) if b > 0.0 => format!("{:6.2}", s.median / b),
                         _ => format!("{:>6}", "-"),
                     };
-                    let _ = write!(row, " {:>14.3} {ratio}", s.median);
+                    let _ = write!(row, " {:>w$.3} {ratio}", s.median, w = width(c));
                 }
                 None => {
-                    let _ = write!(row, " {:>14} {:>6}", "-", "-");
+                    let _ = write!(row, " {:>w$} {:>6}", "-", "-", w = width(c));
                 }
             }
         }
@@ -284,6 +286,13 @@ mod tests {
             bw.contains("1M") && bw.contains("3.00") && bw.contains("20000.000"),
             "{bw}"
         );
+        // Columns line up under names longer than the usual width.
+        let long = ["a".to_owned(), "stock-ofi-tcp-ompi5".to_owned()];
+        let t = table(&all, &long, "a", 1);
+        let header = t.lines().find(|l| l.starts_with("test")).unwrap();
+        let lat = t.lines().find(|l| l.starts_with("latency")).unwrap();
+        let end = header.find("stock-ofi-tcp-ompi5").unwrap() + "stock-ofi-tcp-ompi5".len();
+        assert_eq!(lat.find("  -      -").map(|i| i + 3), Some(end), "{t}");
         let w = winners(&all, &configs);
         assert!(
             w.contains("latency       8 best: b") && w.contains("bw           1M best: b"),

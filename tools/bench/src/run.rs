@@ -13,6 +13,18 @@ use crate::results::{Sample, parse_result};
 /// Two ranks on two cores, runtime traffic on the loopback.
 const MPIRUN_ARGS: &[&str] = &["--bind-to", "core", "--mca", "oob_tcp_if_include", "lo"];
 
+/// The mpirun options of every job of `config`: [`MPIRUN_ARGS`] on the system's Open
+/// MPI. Another installation (5.0) gets the binding only: its runtime (PRRTE) refuses
+/// an OOB restricted to the loopback ("No network interfaces were found for
+/// out-of-band communications"), and a one-node job's ranks reach mpirun's PMIx server
+/// on the node anyway.
+fn mpirun_args(config: &McaConfig) -> &'static [&'static str] {
+    match config.prefix {
+        None => MPIRUN_ARGS,
+        Some(_) => &MPIRUN_ARGS[..2],
+    }
+}
+
 fn keep(out: &Path, name: &str, stdout: &str, stderr: &str) {
     let _ = std::fs::write(out.join("runs").join(format!("{name}.out")), stdout);
     let _ = std::fs::write(out.join("runs").join(format!("{name}.err")), stderr);
@@ -48,7 +60,7 @@ pub fn mpibench(
     // On another installation (5.0), mpibench compiled by that installation's mpicc.
     let job = Job::new(config, 2, config.program("mpibench"))
         .args(&args)
-        .mpirun_args(MPIRUN_ARGS)
+        .mpirun_args(mpirun_args(config))
         .timeout(timeout);
     let label = format!("{}.{round}", config.name);
     let stdout = run_job(job, &label, out)?;
@@ -122,7 +134,7 @@ pub fn imb(
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let job = Job::new(config, 2, binary)
         .args(&args)
-        .mpirun_args(MPIRUN_ARGS)
+        .mpirun_args(mpirun_args(config))
         .timeout(timeout);
     let label = format!("{}.imb.{round}", config.name);
     let stdout = run_job(job, &label, out)?;
@@ -143,7 +155,7 @@ pub fn describe(config: &McaConfig) -> String {
         }
         words.push(config.mpirun().display().to_string());
     }
-    words.extend(MPIRUN_ARGS.iter().map(|a| (*a).to_owned()));
+    words.extend(mpirun_args(config).iter().map(|a| (*a).to_owned()));
     words.extend(config.mpirun_options());
     words.join(" ")
 }
@@ -186,6 +198,23 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+    }
+
+    #[test]
+    fn jobs_on_another_installation_keep_the_binding_and_leave_the_oob_alone() {
+        let on41 = McaConfig::new("a", &[("pml", "ob1")]);
+        assert_eq!(
+            mpirun_args(&on41),
+            ["--bind-to", "core", "--mca", "oob_tcp_if_include", "lo"]
+        );
+        let on5 = on41.on_prefix_with(Path::new("/opt/ompi5"), Path::new("/b/mca"));
+        assert_eq!(mpirun_args(&on5), ["--bind-to", "core"]);
+        assert_eq!(
+            describe(&on5),
+            "OMPI_MCA_mca_base_component_path=/b/mca:/opt/ompi5/lib/openmpi \
+             /opt/ompi5/bin/mpirun --bind-to core --mca pml ob1 \
+             -x PMIX_MCA_mca_base_component_show_load_errors=0"
+        );
     }
 
     #[test]
