@@ -138,3 +138,28 @@ pub fn ompi_info(prefix: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// `RMCA_OMPI5_STATIC_PREFIX` (set by `make check-ompi5` to
+/// `configure-support/static-ompi5 --print-prefix`): Open MPI 5.0.x built with our
+/// components compiled in, cached outside the checkout.
+pub fn ompi5_prefix() -> PathBuf {
+    path_from_env("RMCA_OMPI5_STATIC_PREFIX", || {
+        repo_root().join("build/ompi5-static/no-prefix-given")
+    })
+}
+
+/// True when [`ompi5_prefix`] holds an Open MPI installation. Otherwise prints that
+/// the test is skipped and how to build it, and returns false, unless
+/// `RMCA_REQUIRE_OMPI5` is set (`make check-ompi5`): then it panics.
+pub fn ompi5_available() -> bool {
+    let prefix = ompi5_prefix();
+    if is_installation(&prefix) {
+        return true;
+    }
+    let why = format!(
+        "no Open MPI 5 static build at {} (RMCA_OMPI5_STATIC_PREFIX; `make static-ompi5` \
+         builds it, `make check-ompi5` builds it and runs these tests)",
+        prefix.display()
+    );
+    skip_unless_required("RMCA_REQUIRE_OMPI5", &why)
+}
