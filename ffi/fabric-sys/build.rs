@@ -1,6 +1,15 @@
 //! Bindings over the installed libfabric (found with pkg-config's `libfabric.pc`
 //! when present, else the default include path), with the `static inline` API
 //! wrapped as real functions.
+//!
+//! Another libfabric (configure-support/libfabric2's 2.1) is picked with nothing but
+//! PKG_CONFIG_PATH=<prefix>/lib/pkgconfig: its headers for the bindings, its
+//! library directory for the link. No runpath is embedded: the process must load
+//! one libfabric.so.1 for every component (Open MPI's ofi MTL links it too), so
+//! which one is the loader's choice (LD_LIBRARY_PATH). A library older than the
+//! headers is refused: by the loader when it lacks a symbol version the build
+//! binds (1.17 has no FABRIC_1.8, 2.x's fi_getinfo), else by the components at
+//! open (`check_runtime_version`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -28,20 +37,41 @@ fn main() {
         .split_whitespace()
         .filter_map(|f| f.strip_prefix("-I").map(str::to_owned))
         .collect();
-    let has_header = include_dirs
+    let header_dir = include_dirs
         .iter()
         .map(PathBuf::from)
         .chain([
             PathBuf::from("/usr/include"),
             PathBuf::from("/usr/local/include"),
         ])
-        .any(|dir| dir.join("rdma/fabric.h").is_file());
-    if !has_header {
+        .find(|dir| dir.join("rdma/fabric.h").is_file());
+    let Some(header_dir) = header_dir else {
         eprintln!(
             "error: libfabric headers (rdma/fabric.h) not found. Install `libfabric-dev` \
              (configure-support/setup does) or set PKG_CONFIG_PATH to a libfabric install."
         );
         std::process::exit(1);
+    };
+    // A rebuilt libfabric at the same prefix regenerates the bindings.
+    println!(
+        "cargo:rerun-if-changed={}",
+        header_dir.join("rdma/fabric.h").display()
+    );
+
+    // 2.x put `data_progress` in a union with its successor `progress`: the
+    // accessors in lib.rs follow the layout (cfg fabric_v2).
+    println!("cargo::rustc-check-cfg=cfg(fabric_v2)");
+    let header = std::fs::read_to_string(header_dir.join("rdma/fabric.h")).unwrap_or_default();
+    let major = header
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("#define FI_MAJOR_VERSION"))
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .unwrap_or_else(|| {
+            eprintln!("error: no FI_MAJOR_VERSION in {}", header_dir.display());
+            std::process::exit(1);
+        });
+    if major >= 2 {
+        println!("cargo:rustc-cfg=fabric_v2");
     }
 
     let mut builder = bindgen::Builder::default()

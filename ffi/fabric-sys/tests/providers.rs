@@ -14,7 +14,7 @@ fn getinfo_lists_a_dgram_provider_and_wrappers_link() {
         (*hints).caps = fabric_sys::FI_MSG;
     }
     let mut info = ptr::null_mut();
-    let version = fabric_sys::fi_version_of(1, 5);
+    let version = fabric_sys::API_VERSION;
     // SAFETY: valid hints and out-pointer; the list is freed with fi_freeinfo.
     let rc =
         unsafe { fabric_sys::fi_getinfo(version, ptr::null(), ptr::null(), 0, hints, &mut info) };

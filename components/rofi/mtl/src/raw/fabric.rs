@@ -18,8 +18,9 @@ pub const ADDR_ANY: u64 = u64::MAX;
 pub const EAGAIN: isize = -(fi::FI_EAGAIN as isize);
 const EAVAIL: isize = -(fi::FI_EAVAIL as isize);
 
-/// The libfabric version whose semantics we ask for (as the C MTL does).
-const API_VERSION: u32 = fi::fi_version_of(1, 5);
+/// The libfabric version whose semantics we ask for: 1.5 on 1.x (as the C MTL
+/// does), the headers' own on 2.x (`fabric_sys::API_VERSION`).
+const API_VERSION: u32 = fi::API_VERSION;
 
 /// What a discovery asks of providers.
 #[derive(Debug, Clone, Copy)]
@@ -52,9 +53,7 @@ fn text(p: *const c_char) -> String {
 
 /// The running libfabric's `(major, minor)` (not the headers').
 pub fn runtime_version() -> (u32, u32) {
-    // SAFETY: fi_version takes nothing and returns a number.
-    let v = unsafe { fi::fi_version() };
-    (v >> 16, v & 0xffff)
+    fi::version_parts(fi::runtime_version())
 }
 
 /// libfabric's message for an error number (positive or negative).
@@ -66,6 +65,13 @@ pub fn strerror(code: isize) -> String {
 impl InfoList {
     /// Tagged reliable-datagram providers (empty list when none fits, not an error).
     pub fn discover(h: Hints) -> Result<InfoList, String> {
+        // A library older than our headers would be handed structures larger than it
+        // knows: decline, saying so even without verbose output (once per process).
+        if let Err(why) = fi::check_runtime_version() {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| eprintln!("mtl:rofi: declining: {why}"));
+            return Err(why);
+        }
         // SAFETY: fi_allocinfo returns a zeroed info with every attribute allocated.
         let hints = unsafe { fi::fi_allocinfo() };
         if hints.is_null() {
@@ -98,7 +104,7 @@ impl InfoList {
             // fight for the CPU (one core, where mpirun binds the rank) and every message
             // waits for the scheduler: ~4 ms per self-send instead of ~8 us. rxm, rxd and
             // shm pick manual progress unasked.
-            (*(*hints).domain_attr).data_progress = fi::FI_PROGRESS_MANUAL;
+            fi::set_data_progress(&mut *(*hints).domain_attr, fi::FI_PROGRESS_MANUAL);
         }
         let mut head = ptr::null_mut();
         // SAFETY: valid hints and out-pointer; the result is owned by the InfoList.
@@ -153,7 +159,7 @@ impl InfoList {
                     max_ep_tx_ctx: dom.max_ep_tx_ctx,
                     max_ep_rx_ctx: dom.max_ep_rx_ctx,
                     thread_safe: dom.threading == fi::FI_THREAD_SAFE,
-                    manual_progress: dom.data_progress == fi::FI_PROGRESS_MANUAL,
+                    manual_progress: fi::data_progress(dom) == fi::FI_PROGRESS_MANUAL,
                 });
                 cursor = i.next;
             }

@@ -280,6 +280,8 @@ unsafe fn close_lane(lane: &mut Lane) {
 
 /// The provider's FI_EP_DGRAM info whose source address is `ip`.
 fn find_info(provider: &str, ip: Ipv4Addr) -> io::Result<*mut fi::fi_info> {
+    // A library older than our headers would be handed structures larger than it knows.
+    fi::check_runtime_version().map_err(io::Error::other)?;
     let prov = CString::new(provider).map_err(|_| io::Error::other("bad provider name"))?;
     // SAFETY: hints from fi_allocinfo are freed with fi_freeinfo, which also frees the
     // strdup'ed provider name; the list from fi_getinfo is ours until freed.
@@ -295,7 +297,7 @@ fn find_info(provider: &str, ip: Ipv4Addr) -> io::Result<*mut fi::fi_info> {
         (*(*hints).fabric_attr).prov_name = libc::strdup(prov.as_ptr());
         let mut list: *mut fi::fi_info = std::ptr::null_mut();
         let rc = fi::fi_getinfo(
-            fi::fi_version_of(1, 5),
+            fi::API_VERSION,
             std::ptr::null(),
             std::ptr::null(),
             0,
