@@ -74,36 +74,6 @@ pub fn remove_abandoned_vader_segments(
     abandoned
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_abandoned_new_vader_segments_are_removed() {
-        let tag = format!("{}", std::process::id());
-        let old = format!("vader_segment.rmca-shm-test.{tag}.old");
-        let held = format!("vader_segment.rmca-shm-test.{tag}.held");
-        let gone = format!("vader_segment.rmca-shm-test.{tag}.gone");
-        let ours = format!("rsmcuda-rmca-shm-test-{tag}");
-        let path = |n: &str| format!("/dev/shm/{n}");
-        std::fs::write(path(&old), b"x").unwrap();
-        let before = entries();
-        std::fs::write(path(&held), b"x").unwrap();
-        std::fs::write(path(&gone), b"x").unwrap();
-        std::fs::write(path(&ours), b"x").unwrap();
-        let holder = std::fs::File::open(path(&held)).unwrap();
-        let removed = remove_abandoned_vader_segments(&before, std::time::Duration::ZERO);
-        assert_eq!(removed, vec![gone.clone()]);
-        let now = entries();
-        assert!(now.contains(&old) && now.contains(&held) && now.contains(&ours));
-        assert!(!now.contains(&gone));
-        drop(holder);
-        for n in [&old, &held, &ours] {
-            std::fs::remove_file(path(n)).unwrap();
-        }
-    }
-}
-
 /// The segments an rsmcuda job says it created (its `btl_rsmcuda_verbose` lines
 /// "created segment NAME ..."), in the order they appear.
 pub fn rsmcuda_segments_created(out: &crate::JobOutput) -> Vec<String> {
@@ -134,5 +104,35 @@ pub fn assert_no_rsmcuda_segment_left(out: &crate::JobOutput, expected: usize) {
             path.display(),
             out.report()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_abandoned_new_vader_segments_are_removed() {
+        let tag = format!("{}", std::process::id());
+        let old = format!("vader_segment.rmca-shm-test.{tag}.old");
+        let held = format!("vader_segment.rmca-shm-test.{tag}.held");
+        let gone = format!("vader_segment.rmca-shm-test.{tag}.gone");
+        let ours = format!("rsmcuda-rmca-shm-test-{tag}");
+        let path = |n: &str| format!("/dev/shm/{n}");
+        std::fs::write(path(&old), b"x").unwrap();
+        let before = entries();
+        std::fs::write(path(&held), b"x").unwrap();
+        std::fs::write(path(&gone), b"x").unwrap();
+        std::fs::write(path(&ours), b"x").unwrap();
+        let holder = std::fs::File::open(path(&held)).unwrap();
+        let removed = remove_abandoned_vader_segments(&before, std::time::Duration::ZERO);
+        assert_eq!(removed, vec![gone.clone()]);
+        let now = entries();
+        assert!(now.contains(&old) && now.contains(&held) && now.contains(&ours));
+        assert!(!now.contains(&gone));
+        drop(holder);
+        for n in [&old, &held, &ours] {
+            std::fs::remove_file(path(n)).unwrap();
+        }
     }
 }
