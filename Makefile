@@ -19,7 +19,12 @@
 #   make validate-ci   its CI subset: MPICH pt2pt (1-2 ranks) and LAMMPS (~6 min)
 #   make ompi5         Open MPI 5.0.7 (Debian 13's source) built into ~/.cache/rmca
 #   make -s ompi5-prefix   its install prefix (built first if needed), nothing else
-#   make check-ompi5   ours built against it (build/ompi5/mca), then tests/ompi5.rs
+#   make static-ompi5  5.0.7 with ours compiled in (static), cached beside it
+#   make libfabric2    libfabric 2.1 (Debian 13's source) built into ~/.cache/rmca
+#   make -s libfabric2-prefix   its install prefix (built first if needed), nothing else
+#   make check-libfabric2   rofi and rusnic on it under Open MPI 4.1.4 (tests/libfabric2.rs)
+#   make check-ompi5   ours built against it (build/ompi5/mca) and the static build,
+#                      then tests/ompi5*.rs
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -34,7 +39,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 check-ompi5
+.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 check-libfabric2
 
 all: components
 
@@ -108,9 +113,39 @@ components-ompi5:
 	    $(CARGO) build --release $(foreach c,$(OMPI5_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
 	$(call place_components,$(OMPI5_COMPONENTS),target/ompi5/release,$(BUILD)/ompi5/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
 
-check-ompi5: components components-ompi5
-	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
-	    tools/residue/no-residue $(CARGO) test --release --test ompi5 -- --test-threads=2
+# Open MPI 5.0.7 again, with ours compiled in (static), cached beside it: see
+# configure-support/static-ompi5.
+static-ompi5:
+	@configure-support/static-ompi5
+
+# tests/ompi5.rs (conformance, ompi_info, cross-series refusal), tests/ompi5_realism.rs
+# (loss, two hosts, kill -9, accelerator), tests/ompi5_mpi4py.rs (mpi4py built against
+# 5.0 in its own venv) and tests/ompi5_static.rs (the static build).
+check-ompi5: components components-ompi5 static-ompi5
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
+	RMCA_OMPI5_STATIC_PREFIX=$$(configure-support/static-ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
+	    tools/residue/no-residue $(CARGO) test --release --test ompi5 --test ompi5_realism \
+	        --test ompi5_mpi4py --test ompi5_static -- --test-threads=2
+
+# libfabric 2.x from Debian 13's source, built once into a cache outside the checkout
+# (configure-support/libfabric2); ours built against it (target/libfabric2) and the
+# tests of tests/libfabric2.rs on Open MPI 4.1.4 with that libfabric loaded.
+libfabric2:
+	@configure-support/libfabric2
+
+libfabric2-prefix:
+	@configure-support/libfabric2 --print-prefix
+
+LIBFABRIC2_COMPONENTS := btl-rusnic:btl:rusnic mtl-rofi:mtl:rofi
+components-libfabric2:
+	@prefix=$$(configure-support/libfabric2 --print-prefix) && \
+	PKG_CONFIG_PATH=$$prefix/lib/pkgconfig CARGO_TARGET_DIR=target/libfabric2 \
+	    $(CARGO) build --release $(foreach c,$(LIBFABRIC2_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
+	$(call place_components,$(LIBFABRIC2_COMPONENTS),target/libfabric2/release,$(BUILD)/libfabric2/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
+
+check-libfabric2: components components-libfabric2
+	RMCA_LIBFABRIC2_PREFIX=$$(configure-support/libfabric2 --print-prefix) RMCA_REQUIRE_LIBFABRIC2=1 \
+	    tools/residue/no-residue $(CARGO) test --release --test libfabric2 -- --test-threads=2
 
 static-ompi:
 	@configure-support/static-ompi
