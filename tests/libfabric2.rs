@@ -149,11 +149,10 @@ suite_on_libfabric2!(
     programs: [p2p_matching, p2p_probe, ssend_mrecv, p2p_cancel_trunc, mprobe_threads, p2p_status]
 );
 
-// shm: on 2.1 rofi matches natively (its known-defect rule covers shm below 1.19
-// only), and 2.1's shm matches correctly (see the shm_matching test below), but
-// its truncation error entries lose the remote CQ data that carries the source:
-// the programs that truncate fail there (the native_shm_on_2_1 test) and run
-// below with host matching. Everything else, 2 and 4 ranks.
+// shm: 2.1's shm matches correctly (see the shm_matching test below), but its
+// truncation error entries lose the remote CQ data that carries the source, so rofi's
+// known-defect rule keeps host matching on shm for every libfabric version: the same
+// programs as on 1.17, 2 and 4 ranks, the truncating ones at 2.
 suite_on_libfabric2!(
     rofi_shm,
     rofi_on("shm"),
@@ -164,39 +163,48 @@ suite_on_libfabric2!(
     ]
 );
 
-// shm with rofi's own matching (as on 1.17): the truncating programs, and the probe
-// and synchronous-send ones, at 2 ranks.
 suite_on_libfabric2!(
-    rofi_shm_host_matching,
-    rofi_on("shm")
-        .with("mtl_rofi_host_matching", "always")
-        .named("rofi-shm-host-matching-lf2"),
+    rofi_shm_truncation,
+    rofi_on("shm").named("rofi-shm-truncation-lf2"),
     ranks: [2],
-    programs: [p2p_cancel_trunc, p2p_status, trunc_large, p2p_probe, ssend_mrecv, mprobe_threads]
+    programs: [p2p_cancel_trunc, p2p_status, trunc_large]
 );
 
-/// Known defect of 2.1's shm under rofi's native matching: a truncated receive's
-/// error entry has the tag but remote CQ data 0 (tests/libfabric/shm_matching.c,
-/// truncation_*), so MPI_SOURCE comes out as rank 0. (The job then also crashes
-/// inside libfabric.) When this fails, shm has been fixed: move p2p_status,
-/// p2p_cancel_trunc and trunc_large back into rofi_shm.
+/// rofi on 2.1's shm: host matching by default, and refused with the reason when told
+/// never to match itself (native matching would report MPI_SOURCE 0 for a truncated
+/// message: the error entry has the tag but remote CQ data 0, tests/libfabric/
+/// shm_matching.c truncation_*). When the shm_matching test shows truncation fixed,
+/// the rule in rofi-core's provider::select::known_defect can be versioned.
 #[test]
-fn native_shm_on_2_1_loses_the_source_of_truncated_messages() {
+fn shm_on_2_1_gets_host_matching_and_never_is_refused_with_the_reason() {
     let Some(lf) = libfabric2() else { return };
     let out = Job::new(
-        &lf.on(rofi_on("shm")),
+        &lf.on(rofi_on("shm").with("mtl_rofi_verbose", "1")),
         2,
         mca_harness::program("p2p_status"),
     )
     .timeout(Duration::from_secs(60))
     .run();
-    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    out.assert_passed();
     assert!(
-        out.stdout.contains(
-            "FAIL p2p_status rank 0: E truncated Recv 300 B into 100 B: source 0 (expected 1)"
-        ),
+        out.stderr.contains("using shm [shm], host matching"),
         "{}",
         out.report()
+    );
+    let never = Job::new(
+        &lf.on(rofi_on("shm").with("mtl_rofi_host_matching", "never")),
+        2,
+        mca_harness::program("p2p_status"),
+    )
+    .timeout(Duration::from_secs(60))
+    .run();
+    let log = format!("{}{}", never.stdout, never.stderr);
+    assert!(
+        !never.succeeded()
+            && !never.timed_out
+            && log.contains("shm [shm]: rejected: libfabric's shm (checked up to 2.1) loses"),
+        "{}",
+        never.report()
     );
 }
 

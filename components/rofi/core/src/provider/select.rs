@@ -53,20 +53,34 @@ impl HostMatching {
 }
 
 /// Why a provider cannot carry MPI matching in the running libfabric, if it cannot.
+/// (Both findings are reproduced by tests/libfabric/shm_matching.c on 1.17 and 2.1.)
 #[must_use]
 pub fn known_defect(info: &ProviderInfo, libfabric: Option<(u32, u32)>) -> Option<&'static str> {
     let version = libfabric?;
-    // libfabric < 1.19's shm (prov/shm/src/smr_ep.c, smr_match_tagged) matches a
-    // posted receive against an unexpected message with the ignore mask left in the
-    // unexpected entry by whichever receive used that entry before, not the posted
-    // receive's: a receive that needs ignore bits (every MPI receive ignores the
-    // synchronous-send bit; MPI_ANY_TAG ignores the tag) misses messages that arrived
-    // first (a hang) or takes one with another tag. It also ignores FI_PEEK and
-    // FI_CLAIM (a probe consumes the message). 1.19 moved shm to the shared util_srx.
-    (Tier::of(info) == Tier::SharedMemory && version < (1, 19)).then_some(
-        "libfabric < 1.19's shm matches unexpected tagged messages with a stale ignore \
-         mask and has no FI_PEEK/FI_CLAIM (MPI_Ssend, MPI_ANY_TAG and probes would hang \
-         or match wrongly)",
+    if Tier::of(info) != Tier::SharedMemory {
+        return None;
+    }
+    if version < (1, 19) {
+        // libfabric < 1.19's shm (prov/shm/src/smr_ep.c, smr_match_tagged) matches a
+        // posted receive against an unexpected message with the ignore mask left in the
+        // unexpected entry by whichever receive used that entry before, not the posted
+        // receive's: a receive that needs ignore bits (every MPI receive ignores the
+        // synchronous-send bit; MPI_ANY_TAG ignores the tag) misses messages that
+        // arrived first (a hang) or takes one with another tag. It also ignores FI_PEEK
+        // and FI_CLAIM (a probe consumes the message). 1.19 moved shm to util_srx.
+        return Some(
+            "libfabric < 1.19's shm matches unexpected tagged messages with a stale ignore \
+             mask and has no FI_PEEK/FI_CLAIM (MPI_Ssend, MPI_ANY_TAG and probes would hang \
+             or match wrongly)",
+        );
+    }
+    // From 1.19 (checked on 2.1.0) shm matches correctly, but the error entry of a
+    // truncated tagged receive says FI_REMOTE_CQ_DATA with data 0, and the CQ data is
+    // where the tagged path carries the sender's rank: a truncated message would report
+    // MPI_SOURCE 0. Host matching sends the source in its own header.
+    Some(
+        "libfabric's shm (checked up to 2.1) loses the remote CQ data of a truncated \
+         tagged receive (MPI_SOURCE of a truncated message would be wrong)",
     )
 }
 
