@@ -1,13 +1,15 @@
 //! mpi4py's own test suite on Open MPI 5.0.x: the same pinned mpi4py built with the
 //! 5.0 installation's `mpicc` in a venv of its own (`configure-support/mpi4py
-//! --mpi-prefix`) and run under its `mpirun` (PRRTE), with 1 and 2 ranks: stock `sm`
+//! --mpi-prefix`) and run under its `mpirun` (PRRTE), with 2 ranks: stock `sm`
 //! (the successor of vader) and `tcp` as the control, then each of ours built for 5.0
 //! (`make components-ompi5`).
 //!
 //! Every configuration runs the point-to-point/collective/RMA/datatype/communicator
 //! subset (what a transport can break): the full suite passes on stock `sm` too (1819
 //! passed/0 failed/194 skipped at 1 rank, 3834/0/192 at 2) but takes 160 s at 2 ranks on
-//! the busy 2-core CI machine, against about 30 s for the subset.
+//! the busy 2-core CI machine, against about 30 s for the subset. One rank (which
+//! tests/mpi4py.rs runs on 4.1) is left out here to keep `.ci/run` within its hour: alone
+//! a rank talks to itself through the `self` BTL, not through ours.
 //!
 //! Every test prints `SKIPPED` and passes when the installation or our 5.0 build is
 //! missing; `make check-ompi5` builds both and makes a missing one an error.
@@ -16,11 +18,9 @@ use mca_harness::McaConfig;
 use mca_harness::mpi4py::{Scope, assert_passes};
 use mca_harness::ompi5::{self, on_ompi5};
 
-/// `config` on 5.0 with 1 and then 2 ranks.
-fn at_1_and_2_ranks(config: McaConfig, scope: Scope, skip: &[&str]) {
-    let config = on_ompi5(config);
-    assert_passes(&config, 1, scope, skip);
-    assert_passes(&config, 2, scope, skip);
+/// `config` on 5.0 with 2 ranks.
+fn at_2_ranks(config: McaConfig, scope: Scope, skip: &[&str]) {
+    assert_passes(&on_ompi5(config), 2, scope, skip);
 }
 
 #[test]
@@ -32,7 +32,7 @@ fn stock_sm_and_tcp() {
         McaConfig::new("stock-sm", &[("pml", "ob1"), ("btl", "self,sm")]),
         McaConfig::stock_tcp(),
     ] {
-        at_1_and_2_ranks(config, Scope::Subset, &[]);
+        at_2_ranks(config, Scope::Subset, &[]);
     }
 }
 
@@ -45,7 +45,7 @@ fn rsmcuda() {
     if !ompi5::available() {
         return;
     }
-    at_1_and_2_ranks(
+    at_2_ranks(
         McaConfig::new("rsmcuda", &[("pml", "ob1"), ("btl", "self,rsmcuda")]),
         Scope::Subset,
         &[],
@@ -61,7 +61,7 @@ fn rusnic() {
     if !ompi5::available() {
         return;
     }
-    at_1_and_2_ranks(
+    at_2_ranks(
         McaConfig::new("rusnic", &[("pml", "ob1"), ("btl", "self,rusnic")]),
         Scope::Subset,
         &[],
@@ -74,7 +74,7 @@ fn rofi_tcp() {
     if !ompi5::available() {
         return;
     }
-    at_1_and_2_ranks(
+    at_2_ranks(
         McaConfig::new(
             "rofi-tcp",
             &[
