@@ -12,9 +12,18 @@
 //!
 //! ```text
 //!  FboxCtrl (1 line): read (reader's position, Release)   | ring: fbox_bytes
-//!  record at position p (8-aligned):  header u64 | payload, padded to 8
+//!  record at position p (8-aligned):  header u64 | payload | tail (FBOX_TAIL bytes), padded to 8
 //!  header = len (bits 0..32) | tag (32..40) | VALID (bit 40) | SKIP (bit 41)
 //! ```
+//!
+//! **The tail**: the [`FBOX_TAIL`] bytes after a payload belong to its record, and the
+//! receive callback may write them while it holds the payload. Open MPI 5.0's ob1 relies
+//! on this ("all BTLs create a dummy segment"): a CID-only message (a 32-byte
+//! `mca_pml_ob1_cid_hdr_t`, its answer to the first message on a communicator with an
+//! extended CID, MPI_Comm_create_from_group) is handled by pointing a match header just
+//! past the payload and storing its `hdr_ctx` (bytes 2..4 past the end) before seeing that
+//! no match header follows. Without the tail those bytes were the next record's header:
+//! its length became ~200 KB and the reader stopped ("invalid header 0x14100030012").
 //!
 //! Positions are byte counters that never wrap; offset = position % ring size (a power of
 //! two, so a mask). The writer
@@ -61,8 +70,13 @@ const VALID: u64 = 1 << 40;
 const SKIP: u64 = 1 << 41;
 const KNOWN_BITS: u64 = (1 << 42) - 1;
 
+/// Bytes after each delivered payload that belong to its record: the receive callback may
+/// write them (through a pointer into the mapping) until it returns. 16: one ob1 match
+/// header, the most Open MPI's ob1 addresses past a CID header.
+pub const FBOX_TAIL: usize = 16;
+
 fn record_bytes(len: usize) -> u64 {
-    8 + (len as u64).next_multiple_of(8)
+    8 + (len as u64 + FBOX_TAIL as u64).next_multiple_of(8)
 }
 
 /// A fast box header that no writer produces (corruption or another version).
@@ -311,7 +325,8 @@ impl FboxReader {
     }
 
     /// Delivers up to `max` messages, oldest first, to `deliver(tag, payload)` (the payload
-    /// is read in place and reused by the writer after `deliver` returns). Returns how many;
+    /// is read in place and reused by the writer after `deliver` returns; the
+    /// [`FBOX_TAIL`] bytes after it are scratch that `deliver` may write). Returns how many;
     /// on an invalid header, stops and reports it (the box is then left as it is).
     pub fn poll(
         &mut self,
@@ -388,5 +403,99 @@ impl FboxProbe {
             .0
             .load(Relaxed)
             != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::LayoutParams;
+    use crate::name::SegmentName;
+    use crate::segment::{Retry, Segment};
+
+    fn pair(tag: &str, fbox_bytes: u32) -> (Segment, Segment) {
+        let name =
+            SegmentName::new(&format!("/rsmcuda-unit-{}-{tag}", std::process::id())).unwrap();
+        let params = LayoutParams {
+            nranks: 2,
+            fifo_size: 2,
+            eager_size: 64,
+            eager_count: 1,
+            max_size: 64,
+            max_count: 0,
+            fbox_bytes,
+        };
+        let seg = Segment::create(&name, &params, 0).unwrap();
+        // The last of the two attaches unlinks the name.
+        let peer = Segment::attach(&name, 1, &Retry::default()).unwrap();
+        (seg, peer)
+    }
+
+    /// What Open MPI 5.0's ob1 does with a CID-only message (a 32-byte
+    /// `mca_pml_ob1_cid_hdr_t`): it stores a match header's `hdr_ctx` 2..4 bytes past the
+    /// payload, and a receive callback may use the whole tail. Each message of every length,
+    /// at every ring offset, is followed by an 18-byte one (a match header with 2 bytes)
+    /// that must arrive intact. Before the tail existed, a payload whose length is a
+    /// multiple of 8 ended where the next header began: that header then read
+    /// 0x14100030012 (tag 0x41, 196626 bytes) and the box was reported corrupt.
+    #[test]
+    fn receive_callback_may_write_the_tail() {
+        let (seg, peer) = pair("tail", 256);
+        let mut r = seg.fbox_reader(1).unwrap();
+        let mut w = peer.fbox_writer(0).unwrap();
+        let shared = Arc::clone(&r.seg);
+        let base = shared.map.bytes_ptr(0, 1) as usize;
+        let next = [
+            0x41u8, 0, 0, 0, 1, 0, 0, 0, 7, 0, 0, 0, 9, 0, 0, 0, 0xee, 0xdd,
+        ];
+        for round in 0..6u8 {
+            for len in 0..=w.max_message() - 24 {
+                let fill = |k: usize| (k as u8).wrapping_mul(13) ^ round ^ len as u8;
+                assert!(w.try_send(0x4a, len, |b| {
+                    for (k, x) in b.iter_mut().enumerate() {
+                        *x = fill(k);
+                    }
+                    len
+                }));
+                assert!(w.try_send(0x41, next.len(), |b| {
+                    b.copy_from_slice(&next);
+                    next.len()
+                }));
+                let mut seen = Vec::new();
+                let n = r
+                    .poll(8, |tag, p| {
+                        seen.push((tag, p.to_vec()));
+                        if tag == 0x4a {
+                            let end = p.as_ptr() as usize + p.len() - base;
+                            let tail = shared.map.bytes_ptr(end as u64, FBOX_TAIL);
+                            // SAFETY: the tail of the record being delivered: inside the
+                            // mapping (checked) and the ring, and ours until we return.
+                            unsafe {
+                                tail.add(2).cast::<u16>().write_unaligned(3);
+                                tail.add(4).write_bytes(0xa5, FBOX_TAIL - 4);
+                            }
+                        }
+                    })
+                    .unwrap_or_else(|e| panic!("round {round} length {len}: {e}"));
+                assert_eq!(n, 2, "round {round} length {len}");
+                let want: Vec<u8> = (0..len).map(fill).collect();
+                assert_eq!(seen[0], (0x4a, want), "round {round} length {len}");
+                assert_eq!(seen[1], (0x41, next.to_vec()), "round {round} length {len}");
+            }
+        }
+        assert!(seg.is_unlinked());
+    }
+
+    #[test]
+    fn records_keep_the_tail_and_stay_aligned() {
+        for len in 0..200 {
+            let rec = record_bytes(len);
+            assert_eq!(rec % 8, 0);
+            assert!(rec >= 8 + (len + FBOX_TAIL) as u64, "{len}");
+            assert!(rec < 8 + (len + FBOX_TAIL) as u64 + 8, "{len}");
+        }
+        // The largest message still fits a quarter of the smallest ring, tail included.
+        let max = u64::from(crate::layout::MIN_FBOX_BYTES) / 4 - 8;
+        assert!(record_bytes(max as usize) + 8 <= u64::from(crate::layout::MIN_FBOX_BYTES));
     }
 }

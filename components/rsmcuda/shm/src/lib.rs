@@ -31,7 +31,7 @@ mod segment;
 mod sys;
 
 pub use error::{FragError, ShmError};
-pub use fbox::{FboxCorrupt, FboxProbe, FboxReader, FboxWriter, SharedFboxWriter};
+pub use fbox::{FBOX_TAIL, FboxCorrupt, FboxProbe, FboxReader, FboxWriter, SharedFboxWriter};
 pub use fifo::{
     FifoKind, FifoReader, FifoValue, FifoWriter, Full, Received, STATUS_BIT, TAG_MASK, TYPE_MASK,
 };
