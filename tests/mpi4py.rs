@@ -5,11 +5,15 @@
 use mca_harness::McaConfig;
 use mca_harness::mpi4py::{Scope, assert_passes};
 
+/// The controls run the subset that rusnic and rofi run (rsmcuda, below, runs the full
+/// suite; so did these once: 1479 passed/0 failed/534 skipped at 1 rank, 3136/0/890 at
+/// 2, on both): the full suite on two stock transports cost `.ci/run` minutes it needs
+/// for Open MPI 5.0.
 #[test]
 fn stock_tcp_and_vader() {
     for config in [McaConfig::stock_tcp(), McaConfig::stock_vader()] {
-        assert_passes(&config, 1, Scope::Full, &[]);
-        assert_passes(&config, 2, Scope::Full, &[]);
+        assert_passes(&config, 1, Scope::Subset, &[]);
+        assert_passes(&config, 2, Scope::Subset, &[]);
     }
 }
 
