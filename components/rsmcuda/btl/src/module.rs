@@ -72,9 +72,11 @@ impl Module {
         let mut handled = 0;
         for (i, node) in btl.nodes.iter() {
             let is_job = Some(i) == job;
-            handled += node.progress(btl, |tag, payload| {
+            handled += node.progress(btl, |sender, tag, payload| {
                 if tag != cuda::CTRL_TAG {
-                    btl.deliver_one(tag, payload);
+                    // SAFETY: NULL or an endpoint placed and not leaving (the node
+                    // keeps exactly those).
+                    unsafe { btl.deliver_one(node.endpoint(sender), tag, payload) };
                 } else if is_job {
                     cuda::on_control(payload);
                 }
@@ -259,6 +261,18 @@ impl BtlModule for Module {
                 })
             })
             .collect())
+    }
+
+    fn endpoint_placed(btl: &Btl<Self>, endpoint: &Endpoint) {
+        if let Some(node) = btl.node(endpoint) {
+            node.set_endpoint(endpoint.rank, Btl::<Module>::endpoint_ptr(endpoint));
+        }
+    }
+
+    fn endpoint_leaving(btl: &Btl<Self>, endpoint: &Endpoint) {
+        if let Some(node) = btl.node(endpoint) {
+            node.clear_endpoint(endpoint.rank, Btl::<Module>::endpoint_ptr(endpoint));
+        }
     }
 
     fn del_procs(_btl: &Btl<Self>, _procs: &[Proc], _endpoints: Vec<Endpoint>) -> Result<()> {

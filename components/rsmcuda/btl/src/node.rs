@@ -76,6 +76,9 @@ pub struct Node {
     fifo_out: Vec<AtomicUsize>,
     pending: Vec<Pending>,
     peers_waiting: AtomicUsize,
+    /// Per rank: the address of the endpoint ob1 holds for it (0 while none), which
+    /// 5.0's receive descriptor names the sender by.
+    endpoints: Vec<AtomicUsize>,
     table: Table,
     poll_batch: usize,
     /// While the leader still waits for peers to attach: when it started waiting.
@@ -136,6 +139,7 @@ impl Node {
             fifo_out: (0..seg.nranks()).map(|_| AtomicUsize::new(0)).collect(),
             pending,
             peers_waiting: AtomicUsize::new(0),
+            endpoints: (0..seg.nranks()).map(|_| AtomicUsize::new(0)).collect(),
             table,
             poll_batch,
             attach_wait,
@@ -395,13 +399,37 @@ impl Node {
             })
     }
 
+    /// Remembers the endpoint ob1 holds for `rank` in this segment.
+    pub fn set_endpoint(&self, rank: u32, endpoint: *mut mca::sys::mca_btl_base_endpoint_t) {
+        if let Some(slot) = self.endpoints.get(rank as usize) {
+            slot.store(endpoint as usize, Ordering::Release);
+        }
+    }
+
+    /// Forgets `endpoint` for `rank` (unless another one replaced it meanwhile).
+    pub fn clear_endpoint(&self, rank: u32, endpoint: *mut mca::sys::mca_btl_base_endpoint_t) {
+        if let Some(slot) = self.endpoints.get(rank as usize) {
+            let _ =
+                slot.compare_exchange(endpoint as usize, 0, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    /// The endpoint ob1 holds for `rank`, or NULL while it holds none: a peer in the
+    /// segment can send before this process added it (5.0 adds peers on first use), and
+    /// del_procs removes them.
+    pub fn endpoint(&self, rank: u32) -> *mut mca::sys::mca_btl_base_endpoint_t {
+        self.endpoints
+            .get(rank as usize)
+            .map_or(0, |slot| slot.load(Ordering::Acquire)) as *mut _
+    }
+
     /// One progress pass: pending values, then up to `poll_batch` messages from each
     /// fast box and up to `poll_batch` FIFO entries, each message handed to `deliver`
-    /// (tag, payload in shared memory); `btl` completes returned fragments.
+    /// (sending rank, tag, payload in shared memory); `btl` completes returned fragments.
     pub fn progress<M: mca::btl::BtlModule>(
         &self,
         btl: &Btl<M>,
-        mut deliver: impl FnMut(u8, &[u8]),
+        mut deliver: impl FnMut(u32, u8, &[u8]),
     ) -> usize {
         self.check_attach();
         let mut handled = self.drain_pending();
@@ -422,7 +450,10 @@ impl Node {
                 continue;
             }
             // RECEIVES is counted once per box and pass, not per message.
-            match b.poll(self.poll_batch, &mut deliver) {
+            let sender = b.sender();
+            match b.poll(self.poll_batch, |tag, payload| {
+                deliver(sender, tag, payload)
+            }) {
                 Ok(n) => {
                     stats::add(&stats::RECEIVES, n as u64);
                     handled += n;
@@ -442,7 +473,7 @@ impl Node {
             match received.kind() {
                 FifoKind::Send => match reader.incoming(received) {
                     Ok(incoming) => {
-                        deliver(incoming.tag(), incoming.payload());
+                        deliver(incoming.sender(), incoming.tag(), incoming.payload());
                         stats::bump(&stats::RECEIVES);
                         let (owner, ack) = incoming.into_ack(true);
                         self.push_or_queue(owner, ack, || {});

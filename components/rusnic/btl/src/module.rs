@@ -48,6 +48,9 @@ pub struct Rusnic {
     /// engine's send id: (peer, endpoint address, descriptor).
     awaiting_ack: Mutex<HashMap<u64, (u64, usize, Descriptor)>>,
     peers: Mutex<HashMap<u64, Proc>>,
+    /// Each peer's endpoint as ob1 knows it (its address), from when add_procs placed it
+    /// until del_procs: 5.0's receive descriptor names the sender by it.
+    endpoints: Mutex<HashMap<u64, usize>>,
     /// Emulated PUTs in progress (this process's side of ob1's RDMA protocol).
     puts: Mutex<Puts>,
     /// Buffers ob1 registered: the only memory arriving PUT data may land in. Locked
@@ -75,6 +78,7 @@ impl Rusnic {
             completions: Mutex::new(VecDeque::new()),
             awaiting_ack: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
+            endpoints: Mutex::new(HashMap::new()),
             puts: Mutex::new(Puts::default()),
             regions: Mutex::new(Regions::default()),
             isn: contact.isn,
@@ -98,6 +102,17 @@ impl Rusnic {
 
     fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
         self.engine.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The endpoint ob1 holds for `peer`, or NULL while it holds none: a datagram can
+    /// come from a peer this process has not added (yet), or whose endpoint add_procs
+    /// created but has not placed yet, or that del_procs already removed.
+    fn endpoint_of(&self, peer: u64) -> *mut sys::mca_btl_base_endpoint_t {
+        self.endpoints
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&peer)
+            .map_or(std::ptr::null_mut(), |&a| a as *mut _)
     }
 
     fn puts(&self) -> std::sync::MutexGuard<'_, Puts> {
@@ -150,7 +165,10 @@ impl Rusnic {
             match event {
                 Event::Deliver { tag, data } => {
                     if this.upcalls() {
-                        btl.deliver(tag, &[&data]);
+                        let from = this.endpoint_of(peer);
+                        // SAFETY: NULL or an endpoint placed and not leaving (the map
+                        // holds exactly those); data lives until after the call.
+                        unsafe { btl.deliver(from, tag, &[&data]) };
                     }
                     *reposts.entry(peer).or_default() += 1;
                     spent.push((peer, data));
@@ -503,6 +521,23 @@ impl BtlModule for Rusnic {
         })?;
         btl.set_registration_handle_size(raw_put::HANDLE_WIRE_LEN);
         Ok(procs.iter().map(|p| btl.connect(btl, p)).collect())
+    }
+
+    fn endpoint_placed(btl: &Btl<Self>, endpoint: &PeerEndpoint) {
+        let addr = Btl::<Rusnic>::endpoint_ptr(endpoint) as usize;
+        btl.endpoints
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(endpoint.id, addr);
+    }
+
+    fn endpoint_leaving(btl: &Btl<Self>, endpoint: &PeerEndpoint) {
+        let addr = Btl::<Rusnic>::endpoint_ptr(endpoint) as usize;
+        let mut map = btl.endpoints.lock().unwrap_or_else(|e| e.into_inner());
+        // Only if it is this one: a later add_procs may have placed another for the peer.
+        if map.get(&endpoint.id) == Some(&addr) {
+            map.remove(&endpoint.id);
+        }
     }
 
     fn del_procs(btl: &Btl<Self>, _procs: &[Proc], endpoints: Vec<PeerEndpoint>) -> Result<()> {

@@ -62,6 +62,18 @@ pub trait BtlModule: Send + Sync + Sized + 'static {
 
     /// Creates endpoints for reachable peers (`None` = unreachable through us).
     fn add_procs(btl: &Btl<Self>, procs: &[Proc]) -> Result<Vec<Option<Self::Endpoint>>>;
+    /// `endpoint` (created by add_procs) now sits at the address Open MPI knows it by,
+    /// [`Btl::endpoint_ptr`]: a module remembers that address here to name the sender of
+    /// what it delivers ([`Btl::deliver`]). Not called for a duplicate that add_procs
+    /// returned for a peer whose endpoint Open MPI already held (it was placed earlier).
+    fn endpoint_placed(btl: &Btl<Self>, endpoint: &Self::Endpoint) {
+        let _ = (btl, endpoint);
+    }
+    /// `endpoint` is about to be freed (del_procs): its address must not be handed out
+    /// any more. Called before [`del_procs`](Self::del_procs).
+    fn endpoint_leaving(btl: &Btl<Self>, endpoint: &Self::Endpoint) {
+        let _ = (btl, endpoint);
+    }
     /// Releases the endpoints of departing peers.
     fn del_procs(btl: &Btl<Self>, procs: &[Proc], endpoints: Vec<Self::Endpoint>) -> Result<()>;
     /// Releases the module's resources; the cell is freed right after.
@@ -220,7 +232,19 @@ impl<M: BtlModule> Btl<M> {
 
     /// Hands a received fragment to the upper layer registered for `tag`. The
     /// segments are only valid during the call (the callee copies what it keeps).
-    pub fn deliver(&self, tag: u8, segments: &[&[u8]]) {
+    /// `from` is the sender's endpoint in this module, or NULL when the sender has none
+    /// here (5.0's active-message RDMA then aborts; ob1 itself does not read it).
+    ///
+    /// # Safety
+    /// `from` is NULL or [`endpoint_ptr`](Self::endpoint_ptr) of an endpoint of this
+    /// module that was placed (see [`BtlModule::endpoint_placed`]) and is not leaving:
+    /// the upper layer may send through it during the call.
+    pub unsafe fn deliver(
+        &self,
+        from: *mut sys::mca_btl_base_endpoint_t,
+        tag: u8,
+        segments: &[&[u8]],
+    ) {
         let mut segs: Vec<sys::mca_btl_base_segment_t> = segments
             .iter()
             .map(|s| sys::mca_btl_base_segment_t {
@@ -236,20 +260,29 @@ impl<M: BtlModule> Btl<M> {
             ..Default::default()
         };
         // SAFETY: the trigger table is a global array of 256 entries indexed by a u8;
-        // ob1 filled it at init. The descriptor and segments outlive the call.
+        // ob1 filled it at init. The descriptor and segments outlive the call; `from`
+        // is valid by the caller's contract.
         unsafe {
             let entry = &*(&raw const sys::mca_btl_base_active_message_trigger)
                 .cast::<sys::mca_btl_active_message_callback_t>()
                 .add(tag as usize);
             if let Some(callback) = entry.cbfunc {
-                series::invoke_receive(callback, self.as_raw(), tag, &mut des, entry.cbdata);
+                series::invoke_receive(callback, self.as_raw(), from, tag, &mut des, entry.cbdata);
             }
         }
     }
 
     /// [`deliver`](Self::deliver) for the common single-segment case, without a heap
     /// allocation on the receive path.
-    pub fn deliver_one(&self, tag: u8, data: &[u8]) {
+    ///
+    /// # Safety
+    /// As for `deliver`.
+    pub unsafe fn deliver_one(
+        &self,
+        from: *mut sys::mca_btl_base_endpoint_t,
+        tag: u8,
+        data: &[u8],
+    ) {
         let mut seg = sys::mca_btl_base_segment_t {
             seg_addr: sys::opal_ptr_t {
                 pval: data.as_ptr() as *mut std::ffi::c_void,
@@ -262,13 +295,14 @@ impl<M: BtlModule> Btl<M> {
             ..Default::default()
         };
         // SAFETY: as in `deliver`: a 256-entry global table indexed by a u8; the
-        // descriptor and its segment live on this stack frame for the whole call.
+        // descriptor and its segment live on this stack frame for the whole call; `from`
+        // by the caller's contract.
         unsafe {
             let entry = &*(&raw const sys::mca_btl_base_active_message_trigger)
                 .cast::<sys::mca_btl_active_message_callback_t>()
                 .add(tag as usize);
             if let Some(callback) = entry.cbfunc {
-                series::invoke_receive(callback, self.as_raw(), tag, &mut des, entry.cbdata);
+                series::invoke_receive(callback, self.as_raw(), from, tag, &mut des, entry.cbdata);
             }
         }
     }

@@ -12,12 +12,14 @@ pub const ERROR_FLAGS_ADD_GPU_IPC: u32 = sys::MCA_BTL_ERROR_FLAGS_ADD_ACCELERATO
 
 /// Hands a received fragment to the callback registered for `tag`. 4.1 passes the
 /// descriptor, tag and callback data as arguments; 5.0 passes one read-only receive
-/// descriptor carrying the segments, tag and callback data (its endpoint may be NULL,
-/// which the interface allows: ob1 does not use it for receives).
+/// descriptor carrying the segments, tag, callback data and `endpoint`, the sender's
+/// endpoint in this module: 5.0's active-message RDMA (osc/rdma's fallback for BTLs
+/// without native atomics) answers through it and aborts on NULL. 4.1's callback has no
+/// endpoint argument; there it is unused.
 ///
 /// # Safety
 /// `callback` is the registered receive callback; `des` and its segments outlive the
-/// call.
+/// call; `endpoint` is NULL or an endpoint of `btl` that stays valid during the call.
 #[cfg(not(ompi5))]
 pub unsafe fn invoke_receive(
     callback: unsafe extern "C" fn(
@@ -27,10 +29,12 @@ pub unsafe fn invoke_receive(
         *mut std::ffi::c_void,
     ),
     btl: *mut sys::mca_btl_base_module_t,
+    endpoint: *mut sys::mca_btl_base_endpoint_t,
     tag: u8,
     des: &mut sys::mca_btl_base_descriptor_t,
     cbdata: *mut std::ffi::c_void,
 ) {
+    let _ = endpoint;
     // SAFETY: the caller's contract.
     unsafe { callback(btl, tag, des, cbdata) }
 }
@@ -46,12 +50,13 @@ pub unsafe fn invoke_receive(
         *const sys::mca_btl_base_receive_descriptor_t,
     ),
     btl: *mut sys::mca_btl_base_module_t,
+    endpoint: *mut sys::mca_btl_base_endpoint_t,
     tag: u8,
     des: &mut sys::mca_btl_base_descriptor_t,
     cbdata: *mut std::ffi::c_void,
 ) {
     let received = sys::mca_btl_base_receive_descriptor_t {
-        endpoint: std::ptr::null_mut(),
+        endpoint,
         des_segments: des.des_segments,
         des_segment_count: des.des_segment_count,
         tag,

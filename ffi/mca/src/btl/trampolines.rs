@@ -84,7 +84,9 @@ unsafe extern "C" fn add_procs<M: BtlModule>(
                         // endpoint it holds and drop the duplicate.
                         continue;
                     }
-                    *endpoints.add(i) = Box::into_raw(Box::new(ep)).cast();
+                    let placed = Box::into_raw(Box::new(ep));
+                    *endpoints.add(i) = placed.cast();
+                    M::endpoint_placed(this, &*placed);
                     if !reachable.is_null() {
                         sys::opal_bitmap_set_bit(reachable, i as c_int);
                     }
@@ -102,6 +104,8 @@ unsafe extern "C" fn del_procs<M: BtlModule>(
     endpoints: *mut *mut sys::mca_btl_base_endpoint_t,
 ) -> c_int {
     crate::guard::guard_code("btl_del_procs", || {
+        // SAFETY: module pointer from ob1.
+        let this = unsafe { module::<M>(btl) };
         let mut gone = Vec::new();
         let mut owners = Vec::new();
         for i in 0..nprocs {
@@ -110,13 +114,13 @@ unsafe extern "C" fn del_procs<M: BtlModule>(
             unsafe {
                 let ep = *endpoints.add(i);
                 if !ep.is_null() && ep as isize != -1 {
+                    M::endpoint_leaving(this, &*ep.cast::<M::Endpoint>());
                     gone.push(*Box::from_raw(ep.cast::<M::Endpoint>()));
                     owners.push(Proc::from_raw(*procs.add(i)));
                 }
             }
         }
-        // SAFETY: module pointer from ob1.
-        M::del_procs(unsafe { module::<M>(btl) }, &owners, gone)
+        M::del_procs(this, &owners, gone)
     })
 }
 
