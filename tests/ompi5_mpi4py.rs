@@ -36,10 +36,10 @@ fn stock_sm_and_tcp() {
     }
 }
 
-/// At 2 ranks this fails on 5.0.7 (not on stock `sm` or `tcp`): in
-/// test_comm's testCreateFromGroup (MPI_Comm_create_from_group, new in 5.0) rank 1's
-/// rsmcuda reports an "invalid header" (e.g. 0x14100030012) in the fast box from rank 0
-/// and the job hangs until the runner's timeout.
+/// test_comm's testCreateFromGroup (MPI_Comm_create_from_group, new in 5.0) once hung
+/// here: 5.0's ob1 writes a match header's context id just past a received 32-byte
+/// extended-CID message, which landed in the next fast box record's header (each record
+/// now keeps a 16-byte tail; tests/ompi5_sessions.rs).
 #[test]
 fn rsmcuda() {
     if !ompi5::available() {
@@ -52,10 +52,9 @@ fn rsmcuda() {
     );
 }
 
-/// At 2 ranks this fails on 5.0.7 (not on stock `tcp`): test_rma's
-/// TestRMAWorld.testAccumulate aborts in osc/rdma's active-message RDMA emulation
-/// (btl_base_am_rdma.c: "BTL is not compatible with active-message RDMA", a receive
-/// descriptor from rusnic without its endpoint).
+/// test_rma's TestRMAWorld.testAccumulate once aborted here in osc/rdma's active-message
+/// RDMA emulation ("BTL is not compatible with active-message RDMA"): 5.0's receive
+/// descriptor must name the sender's endpoint, which am_rdma answers through.
 #[test]
 fn rusnic() {
     if !ompi5::available() {
