@@ -68,7 +68,7 @@ pub fn prefix_available(prefix: &Path) -> bool {
     skip_unless_required("RMCA_REQUIRE_STATIC_OMPI", &why)
 }
 
-/// `name` (tests/programs/NAME.c or tests/fixtures/NAME.c) compiled with
+/// `name` (tests/{programs,fixtures,bench,ompi5}/NAME.c) compiled with
 /// `<prefix>/bin/mpicc` into build/prefix-programs/<prefix path>/, once per test
 /// binary and again whenever the source or the installation's `mpicc` is newer.
 /// The wrapper's runpath makes the program load that installation's libmpi even
@@ -78,11 +78,16 @@ pub fn program_for(prefix: &Path, name: &str) -> PathBuf {
     static COMPILING: Mutex<()> = Mutex::new(());
     let _one_at_a_time = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
 
-    let source = ["tests/programs", "tests/fixtures", "tests/bench"]
-        .iter()
-        .map(|dir| repo_root().join(dir).join(format!("{name}.c")))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("no tests/{{programs,fixtures,bench}}/{name}.c"));
+    let source = [
+        "tests/programs",
+        "tests/fixtures",
+        "tests/bench",
+        "tests/ompi5",
+    ]
+    .iter()
+    .map(|dir| repo_root().join(dir).join(format!("{name}.c")))
+    .find(|p| p.is_file())
+    .unwrap_or_else(|| panic!("no tests/{{programs,fixtures,bench,ompi5}}/{name}.c"));
     let mpicc = prefix.join("bin/mpicc");
     let out_dir = repo_root().join("build/prefix-programs").join(
         prefix
@@ -104,6 +109,9 @@ pub fn program_for(prefix: &Path, name: &str) -> PathBuf {
         let out = Command::new(&mpicc)
             .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-I"])
             .arg(source.parent().expect("source has a directory"))
+            // check.h, for programs kept outside tests/programs (tests/ompi5).
+            .arg("-I")
+            .arg(repo_root().join("tests/programs"))
             .arg("-o")
             .arg(&binary)
             .arg(&source)

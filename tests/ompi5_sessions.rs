@@ -14,46 +14,10 @@
 //! Every test prints `SKIPPED` and passes when the installation or our 5.0 build is
 //! missing; `RMCA_REQUIRE_OMPI5=1` makes a missing one an error.
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use mca_harness::ompi5::{self, on_ompi5};
-use mca_harness::{Job, McaConfig, repo_root};
-
-/// tests/ompi5/NAME.c compiled with the 5.0 installation's `mpicc` (check.h from
-/// tests/programs) into build/ompi5/programs/, once per test binary.
-fn program(name: &str) -> PathBuf {
-    static COMPILED: Mutex<Option<PathBuf>> = Mutex::new(None);
-    let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(binary) = compiled.as_ref() {
-        return binary.clone();
-    }
-    let root = repo_root();
-    let source = root.join("tests/ompi5").join(format!("{name}.c"));
-    let out_dir = root.join("build/ompi5/programs");
-    std::fs::create_dir_all(&out_dir).expect("create build/ompi5/programs");
-    let binary = out_dir.join(name);
-    let mpicc = ompi5::prefix().join("bin/mpicc");
-    let out = Command::new(&mpicc)
-        .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-I"])
-        .arg(root.join("tests/programs"))
-        .arg("-o")
-        .arg(&binary)
-        .arg(&source)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", mpicc.display()));
-    assert!(
-        out.status.success(),
-        "{} failed on {}:\n{}",
-        mpicc.display(),
-        source.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    *compiled = Some(binary.clone());
-    binary
-}
+use mca_harness::{Job, McaConfig};
 
 /// comm_from_group at 2 and 4 ranks on `config` (pml ob1 and `btl`), on 5.0.
 fn passes_with_btl(name: &str, btl: &str) {
@@ -61,7 +25,8 @@ fn passes_with_btl(name: &str, btl: &str) {
         return;
     }
     let config = on_ompi5(McaConfig::new(name, &[("pml", "ob1"), ("btl", btl)]));
-    let binary = program("comm_from_group");
+    // Compiled with 5.0's mpicc (static_ompi::program_for; check.h from tests/programs).
+    let binary = config.program("comm_from_group");
     for ranks in [2, 4] {
         let out = Job::new(&config, ranks, &binary)
             .timeout(Duration::from_secs(120))
