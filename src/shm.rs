@@ -107,6 +107,25 @@ pub fn assert_no_rsmcuda_segment_left(out: &crate::JobOutput, expected: usize) {
     }
 }
 
+/// Runs shm_fifo_stress with 3 ranks under `config` (rsmcuda, verbose) with
+/// `--kill-after-warmup`: rank 1 SIGKILLs itself mid-traffic. Panics unless the job died
+/// with it and the one segment the job created is gone from /dev/shm.
+pub fn assert_rsmcuda_segment_gone_after_kill_9(
+    config: &crate::McaConfig,
+    timeout: std::time::Duration,
+) {
+    let out = crate::Job::new(config, 3, config.program("shm_fifo_stress"))
+        .args(&["--kill-after-warmup"])
+        .timeout(timeout)
+        .run();
+    assert!(
+        !out.succeeded() && out.stdout.contains("rank 1 kills itself"),
+        "the job should have died with its rank\n{}",
+        out.report()
+    );
+    assert_no_rsmcuda_segment_left(&out, 1);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use mca_harness::ompi5::{self, on_ompi5};
-use mca_harness::shm::assert_no_rsmcuda_segment_left;
+use mca_harness::shm::{assert_no_rsmcuda_segment_left, assert_rsmcuda_segment_gone_after_kill_9};
 use mca_harness::{Job, JobOutput, McaConfig};
 
 /// rusnic's UDP ports in these tests (tests/rusnic.rs uses 31100-31199).
@@ -217,17 +217,7 @@ fn rsmcuda_segment_is_gone_after_kill_9_of_a_rank() {
     if !ompi5::available() {
         return;
     }
-    let config = rsmcuda();
-    let out = Job::new(&config, 3, config.program("shm_fifo_stress"))
-        .args(&["--kill-after-warmup"])
-        .timeout(Duration::from_secs(90))
-        .run();
-    assert!(
-        !out.succeeded() && out.stdout.contains("rank 1 kills itself"),
-        "the job should have died with its rank\n{}",
-        out.report()
-    );
-    assert_no_rsmcuda_segment_left(&out, 1);
+    assert_rsmcuda_segment_gone_after_kill_9(&rsmcuda(), Duration::from_secs(90));
 }
 
 /// And after a normal exit.

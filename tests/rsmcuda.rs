@@ -6,7 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mca_harness::shm::{assert_no_rsmcuda_segment_left, rsmcuda_segments_created};
+use mca_harness::shm::{
+    assert_no_rsmcuda_segment_left, assert_rsmcuda_segment_gone_after_kill_9,
+    rsmcuda_segments_created,
+};
 use mca_harness::{
     Job, JobOutput, McaConfig, assert_bad_values_reported, assert_every_parameter_has_help, bad,
     exported_symbols, not_a_boolean, not_a_number, not_one_of, ompi_info_params, out_of_range,
@@ -223,17 +226,10 @@ fn segment_is_gone_after_a_normal_exit() {
 
 #[test]
 fn segment_is_gone_after_kill_9_of_a_rank() {
-    let config = rsmcuda().with("btl_rsmcuda_verbose", "1");
-    let out = Job::new(&config, 3, program("shm_fifo_stress"))
-        .args(&["--kill-after-warmup"])
-        .timeout(Duration::from_secs(60))
-        .run();
-    assert!(
-        !out.succeeded() && out.stdout.contains("rank 1 kills itself"),
-        "the job should have died with its rank\n{}",
-        out.report()
+    assert_rsmcuda_segment_gone_after_kill_9(
+        &rsmcuda().with("btl_rsmcuda_verbose", "1"),
+        Duration::from_secs(60),
     );
-    assert_no_rsmcuda_segment_left(&out, 1);
 }
 
 /// Local rank 0 runs without rsmcuda (per-rank MCA environment, MPMD): it never
