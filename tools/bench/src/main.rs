@@ -350,7 +350,7 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
 
     let summaries = results::summarise(&samples);
     let table = report::table(&summaries, &names, &opts.baseline, opts.rounds);
-    let pairs_table = pairs::table(&summaries, &names);
+    let pairs_table = pairs::table(&samples, &names);
     if opts.demo {
         print!("{}", demo::table(&summaries, &names));
     } else {
@@ -369,7 +369,10 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         &report::summary_csv(&summaries, &opts.baseline),
     )?;
     if !pairs_table.is_empty() {
-        write_file(&opts.out.join("pairs.csv"), &pairs::csv(&summaries, &names))?;
+        write_file(
+            &opts.out.join("pairs.csv"),
+            &pairs::csv(&summaries, &samples, &names),
+        )?;
     }
     let config_lines: Vec<(String, String)> = opts
         .configs

@@ -4,9 +4,11 @@
 
 use std::fmt::Write as _;
 
+use std::collections::BTreeMap;
+
 use crate::configs::Series;
 use crate::report::Summaries;
-use crate::results::{higher_is_better, point_key};
+use crate::results::{self, Sample, higher_is_better, point_key};
 
 /// Ours and the stock configuration a user would otherwise run (4.1 names), and how
 /// to call the pair on 4.1 and on 5.0.
@@ -91,9 +93,38 @@ pub fn median(all: &Summaries, config: &str, test: &str, size: u64, unit: &str) 
         .filter(|v| v.is_finite() && *v > 0.0)
 }
 
-/// ours / stock at a point (latency: below 1 is better; bandwidth: above 1).
-pub fn ratio(all: &Summaries, pair: &Pair, test: &str, size: u64, unit: &str) -> Option<f64> {
-    Some(median(all, &pair.ours, test, size, unit)? / median(all, &pair.stock, test, size, unit)?)
+/// ours / stock at each round that measured both at a point, in round order (latency:
+/// below 1 is better; bandwidth: above 1). Ratios within a round share that round's
+/// machine noise, which the ratio of two medians over all rounds does not cancel.
+pub fn round_ratios(
+    samples: &[Sample],
+    pair: &Pair,
+    test: &str,
+    size: u64,
+    unit: &str,
+) -> Vec<(u32, f64)> {
+    let of = |config: &str| -> BTreeMap<u32, f64> {
+        samples
+            .iter()
+            .filter(|s| s.config == config && s.test == test && s.size == size && s.unit == unit)
+            .filter(|s| s.value.is_finite() && s.value > 0.0)
+            .map(|s| (s.round, s.value))
+            .collect()
+    };
+    let stock = of(&pair.stock);
+    of(&pair.ours)
+        .into_iter()
+        .filter_map(|(round, ours)| Some((round, ours / stock.get(&round)?)))
+        .collect()
+}
+
+/// The median of the per-round ratios, if any round measured both.
+pub fn ratio(samples: &[Sample], pair: &Pair, test: &str, size: u64, unit: &str) -> Option<f64> {
+    let mut values: Vec<f64> = round_ratios(samples, pair, test, size, unit)
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect();
+    (!values.is_empty()).then(|| results::median(&mut values))
 }
 
 /// How much better (+) or worse (-) ratio `later` is than `earlier`, as a percentage
@@ -101,6 +132,62 @@ pub fn ratio(all: &Summaries, pair: &Pair, test: &str, size: u64, unit: &str) ->
 pub fn change_percent(earlier: f64, later: f64, unit: &str) -> f64 {
     let speedup = |r: f64| if higher_is_better(unit) { r } else { 1.0 / r };
     (speedup(later) / speedup(earlier) - 1.0) * 100.0
+}
+
+/// 5.0's ratio against 4.1's, round by round: in how many of the rounds that measured
+/// both pairs 5.0's was the better one, and whether that count is beyond chance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoundVotes {
+    pub better: usize,
+    pub rounds: usize,
+}
+
+impl RoundVotes {
+    pub fn count(r41: &[(u32, f64)], r50: &[(u32, f64)], unit: &str) -> Self {
+        let r41: BTreeMap<u32, f64> = r41.iter().copied().collect();
+        let mut votes = RoundVotes {
+            better: 0,
+            rounds: 0,
+        };
+        for (round, later) in r50 {
+            let Some(earlier) = r41.get(round) else {
+                continue;
+            };
+            votes.rounds += 1;
+            if change_percent(*earlier, *later, unit) > 0.0 {
+                votes.better += 1;
+            }
+        }
+        votes
+    }
+
+    /// Two-sided sign test: the chance of a split at least this uneven when neither
+    /// series is better (each round a fair coin).
+    pub fn p_value(&self) -> f64 {
+        let n = self.rounds;
+        if n == 0 {
+            return 1.0;
+        }
+        let extreme = self.better.min(n - self.better);
+        let tail: f64 = (0..=extreme).map(|k| binomial(n, k)).sum::<f64>() / 2f64.powi(n as i32);
+        (2.0 * tail).min(1.0)
+    }
+
+    /// "+" when 5.0 was better in significantly many rounds, "-" when worse, "=" when
+    /// this run cannot tell them apart (p >= 0.05).
+    pub fn verdict(&self) -> &'static str {
+        if self.p_value() >= 0.05 {
+            "="
+        } else if 2 * self.better > self.rounds {
+            "+"
+        } else {
+            "-"
+        }
+    }
+}
+
+fn binomial(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
 }
 
 fn column(test: &str, size: u64) -> String {
@@ -111,41 +198,54 @@ fn column(test: &str, size: u64) -> String {
     )
 }
 
-/// The ratio view: for every pair measured, ours / stock at [`POINTS`] in each series;
-/// where a pair was measured in both series, a row of how 5.0's ratio compares with
-/// 4.1's. Empty when no pair was measured.
-pub fn table(all: &Summaries, measured: &[String]) -> String {
+/// The ratio view: for every pair measured, ours / stock at [`POINTS`] in each series
+/// (the median of the per-round ratios); where a pair was measured in both series, how
+/// 5.0's ratio compares with 4.1's and in how many rounds 5.0's was the better one,
+/// with the sign test's verdict. Empty when no pair was measured.
+pub fn table(samples: &[Sample], measured: &[String]) -> String {
     let mut out = String::new();
     for entry in PAIRS {
-        let mut ratios: Vec<(Series, Vec<Option<f64>>)> = Vec::new();
+        let mut ratios: Vec<Vec<Vec<(u32, f64)>>> = Vec::new();
         for series in [Series::Ompi41, Series::Ompi50] {
             let Some(pair) = pair_of(entry, series).filter(|p| p.measured_in(measured)) else {
                 continue;
             };
-            let values: Vec<Option<f64>> = POINTS
+            let per_point: Vec<Vec<(u32, f64)>> = POINTS
                 .iter()
-                .map(|(test, size, unit)| ratio(all, &pair, test, *size, unit))
+                .map(|(test, size, unit)| round_ratios(samples, &pair, test, *size, unit))
                 .collect();
             let title = format!("{} / {}", pair.ours, pair.stock);
             let mut row = format!("{title:<36} {:<10}", series.label());
-            for v in &values {
-                let _ = match v {
+            for (test, size, unit) in POINTS {
+                let _ = match ratio(samples, &pair, test, *size, unit) {
                     Some(r) => write!(row, " {r:>8.2}"),
                     None => write!(row, " {:>8}", "-"),
                 };
             }
             let _ = writeln!(out, "{row}");
-            ratios.push((series, values));
+            ratios.push(per_point);
         }
-        if let [(_, r41), (_, r50)] = ratios.as_slice() {
-            let mut row = format!("{:<36} {:<10}", "", "5.0 vs 4.1");
+        if let [r41, r50] = ratios.as_slice() {
+            let mut change = format!("{:<36} {:<10}", "", "5.0 vs 4.1");
+            let mut rounds = format!("{:<36} {:<10}", "", "5.0 better");
             for ((a, b), (_, _, unit)) in r41.iter().zip(r50).zip(POINTS) {
-                let _ = match (a, b) {
-                    (Some(a), Some(b)) => write!(row, " {:>+7.0}%", change_percent(*a, *b, unit)),
-                    _ => write!(row, " {:>8}", "-"),
+                let median_of = |v: &[(u32, f64)]| {
+                    let mut values: Vec<f64> = v.iter().map(|(_, r)| *r).collect();
+                    (!values.is_empty()).then(|| results::median(&mut values))
+                };
+                let _ = match (median_of(a), median_of(b)) {
+                    (Some(a), Some(b)) => write!(change, " {:>+7.0}%", change_percent(a, b, unit)),
+                    _ => write!(change, " {:>8}", "-"),
+                };
+                let votes = RoundVotes::count(a, b, unit);
+                let _ = if votes.rounds == 0 {
+                    write!(rounds, " {:>8}", "-")
+                } else {
+                    let cell = format!("{}/{} {}", votes.better, votes.rounds, votes.verdict());
+                    write!(rounds, " {cell:>8}")
                 };
             }
-            let _ = writeln!(out, "{row}");
+            let _ = writeln!(out, "{change}\n{rounds}");
         }
     }
     if out.is_empty() {
@@ -156,31 +256,47 @@ pub fn table(all: &Summaries, measured: &[String]) -> String {
         let _ = write!(header, " {:>8}", column(test, *size));
     }
     format!(
-        "# pairs: ours / stock of the same Open MPI series, medians over the same rounds \
+        "# pairs: ours / stock of the same Open MPI series, the median of the per-round ratios \
          (lat: below 1.00 is better; bw: above 1.00 is better)\n\
-         # 5.0 vs 4.1: how much better (+) or worse (-) 5.0's ratio is than 4.1's\n{header}\n{out}"
+         # 5.0 vs 4.1: how much better (+) or worse (-) 5.0's ratio is than 4.1's\n\
+         # 5.0 better: in how many rounds 5.0's ratio beat 4.1's of the same round; sign test: \
+         + better, - worse (p < 0.05), = this run cannot tell\n{header}\n{out}"
     )
 }
 
-/// The same as CSV: `series,ours,stock,test,size,unit,ours_median,stock_median,ratio`.
-pub fn csv(all: &Summaries, measured: &[String]) -> String {
-    let mut out = String::from("series,ours,stock,test,size,unit,ours_median,stock_median,ratio\n");
+/// The same as CSV:
+/// `series,ours,stock,test,size,unit,ours_median,stock_median,ratio,rounds,ratio_min,ratio_max`
+/// (ratio: the median of the per-round ratios).
+pub fn csv(all: &Summaries, samples: &[Sample], measured: &[String]) -> String {
+    let mut out = String::from(
+        "series,ours,stock,test,size,unit,ours_median,stock_median,ratio,rounds,ratio_min,ratio_max\n",
+    );
     for series in [Series::Ompi41, Series::Ompi50] {
         for pair in pairs(series).iter().filter(|p| p.measured_in(measured)) {
             for (test, size, unit) in POINTS {
-                let (Some(o), Some(s)) = (
+                let (Some(o), Some(s), Some(r)) = (
                     median(all, &pair.ours, test, *size, unit),
                     median(all, &pair.stock, test, *size, unit),
+                    ratio(samples, pair, test, *size, unit),
                 ) else {
                     continue;
                 };
+                let per_round = round_ratios(samples, pair, test, *size, unit);
+                let lo = per_round
+                    .iter()
+                    .map(|(_, r)| *r)
+                    .fold(f64::INFINITY, f64::min);
+                let hi = per_round
+                    .iter()
+                    .map(|(_, r)| *r)
+                    .fold(f64::NEG_INFINITY, f64::max);
                 let _ = writeln!(
                     out,
-                    "{},{},{},{test},{size},{unit},{o},{s},{}",
+                    "{},{},{},{test},{size},{unit},{o},{s},{r},{},{lo},{hi}",
                     series.label(),
                     pair.ours,
                     pair.stock,
-                    o / s
+                    per_round.len()
                 );
             }
         }
@@ -227,7 +343,7 @@ mod tests {
 
     #[test]
     fn table_shows_both_series_and_how_5_0_compares() {
-        let all = summarise(&[
+        let samples = [
             sample("rusnic", "latency", 8, "us", 3.0),
             sample("stock-tcp", "latency", 8, "us", 4.0),
             sample("rusnic", "bw", 4 << 20, "MB/s", 6000.0),
@@ -238,7 +354,7 @@ mod tests {
             sample("stock-tcp-ompi5", "bw", 4 << 20, "MB/s", 4000.0),
             sample("rsmcuda-ompi5", "bw", 1 << 20, "MB/s", 9000.0),
             sample("stock-sm-ompi5", "bw", 1 << 20, "MB/s", 10000.0),
-        ]);
+        ];
         let measured = names(&[
             "stock-tcp",
             "rusnic",
@@ -247,7 +363,7 @@ mod tests {
             "stock-sm-ompi5",
             "rsmcuda-ompi5",
         ]);
-        let t = table(&all, &measured);
+        let t = table(&samples, &measured);
         let header = t.lines().find(|l| l.starts_with("pair")).unwrap();
         assert!(
             header.ends_with("lat 8B   lat 1K   bw 64K    bw 1M    bw 4M"),
@@ -274,27 +390,83 @@ mod tests {
             ["5.0", "vs", "4.1", "+50%", "-", "-", "-", "-10%"],
             "{t}"
         );
+        // One round: 5.0 better at 8 B, worse at 4 MiB, and one round tells nothing.
+        let votes = t.lines().find(|l| l.contains("5.0 better  ")).unwrap();
+        let words: Vec<&str> = votes.split_whitespace().collect();
+        assert_eq!(
+            words,
+            ["5.0", "better", "1/1", "=", "-", "-", "-", "0/1", "="],
+            "{t}"
+        );
         // rsmcuda only on 5.0: its row, no comparison row; rofi not measured: no row.
         let shm = t.lines().find(|l| l.starts_with("rsmcuda-ompi5")).unwrap();
         assert!(shm.contains("0.90"), "{t}");
         assert_eq!(t.matches("5.0 vs 4.1  ").count(), 1, "{t}");
         assert!(!t.contains("rofi"), "{t}");
 
-        let csv = csv(&all, &measured);
+        let csv = csv(&summarise(&samples), &samples, &measured);
         assert!(
             csv.starts_with("series,ours,stock,test,size,unit,"),
             "{csv}"
         );
         assert!(
-            csv.contains("\n5.0,rusnic-ompi5,stock-tcp-ompi5,latency,8,us,2,4,0.5\n"),
+            csv.contains("\n5.0,rusnic-ompi5,stock-tcp-ompi5,latency,8,us,2,4,0.5,1,0.5,0.5\n"),
             "{csv}"
         );
         assert_eq!(csv.lines().count(), 1 + 2 + 2 + 1, "{csv}");
     }
 
+    fn in_round(config: &str, round: u32, value: f64) -> Sample {
+        Sample {
+            round,
+            ..sample(config, "latency", 8, "us", value)
+        }
+    }
+
+    #[test]
+    fn ratios_pair_values_of_the_same_round() {
+        // Round 2 was slow for both: its ratio is the same as round 1's, whereas the
+        // medians over rounds (3.0 / 4.0 with two rounds, 5.0 / 6.0 ...) would not be.
+        let samples = [
+            in_round("rusnic", 1, 2.0),
+            in_round("stock-tcp", 1, 4.0),
+            in_round("rusnic", 2, 8.0),
+            in_round("stock-tcp", 2, 16.0),
+            in_round("rusnic", 3, 9.0),
+        ];
+        let pair = &pairs(Series::Ompi41)[0];
+        assert_eq!(
+            round_ratios(&samples, pair, "latency", 8, "us"),
+            [(1, 0.5), (2, 0.5)]
+        );
+        assert_eq!(ratio(&samples, pair, "latency", 8, "us"), Some(0.5));
+        assert_eq!(ratio(&samples, pair, "bw", 8, "MB/s"), None);
+    }
+
+    #[test]
+    fn sign_test_needs_a_lopsided_count_of_rounds() {
+        let votes = |better, rounds| RoundVotes { better, rounds };
+        // 15 rounds: 12 of 15 is p = 0.035, 11 of 15 is p = 0.118.
+        assert!((votes(12, 15).p_value() - 0.0352).abs() < 1e-3);
+        assert_eq!(votes(12, 15).verdict(), "+");
+        assert_eq!(votes(3, 15).verdict(), "-");
+        assert_eq!(votes(11, 15).verdict(), "=");
+        assert_eq!(votes(4, 7).verdict(), "=");
+        assert_eq!(votes(0, 0).verdict(), "=");
+        // 5 of 5 is p = 0.0625: five rounds can never show a difference.
+        assert_eq!(votes(5, 5).verdict(), "=");
+        assert_eq!(votes(6, 6).verdict(), "+");
+
+        // A latency ratio that fell is a better one; rounds only 4.1 measured do not count.
+        let r41 = [(1, 1.0), (2, 1.0), (3, 1.0)];
+        let r50 = [(1, 0.9), (2, 1.1), (4, 0.5)];
+        assert_eq!(RoundVotes::count(&r41, &r50, "us"), votes(1, 2));
+        assert_eq!(RoundVotes::count(&r41, &r50, "MB/s"), votes(1, 2));
+    }
+
     #[test]
     fn no_pair_measured_means_no_table() {
-        let all = summarise(&[sample("stock-tcp", "latency", 8, "us", 4.0)]);
-        assert_eq!(table(&all, &names(&["stock-tcp", "stock-vader"])), "");
+        let samples = [sample("stock-tcp", "latency", 8, "us", 4.0)];
+        assert_eq!(table(&samples, &names(&["stock-tcp", "stock-vader"])), "");
     }
 }
