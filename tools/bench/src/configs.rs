@@ -113,7 +113,7 @@ const OMPI5: &[(&str, &str, &str)] = &[
     (
         "rofi-shm",
         "rofi-shm-ompi5",
-        "Open MPI 5.0: cm + rofi on libfabric shm (host matching below libfabric 1.19)",
+        "Open MPI 5.0: cm + rofi on libfabric shm (rofi matches the host side: shm loses CQ data on a truncated receive)",
     ),
     (
         "rofi-rxd",
@@ -482,7 +482,7 @@ fn registry41() -> Vec<BenchConfig> {
                 ("mtl_rofi_provider_include", "shm"),
             ],
             "mca_mtl_rofi.so",
-            "cm + rofi on libfabric shm (host matching below libfabric 1.19; the stock MTL \
+            "cm + rofi on libfabric shm (rofi matches the host side; the stock MTL \
              declines shm, stock-vader is the shared-memory reference)",
         ),
         ours(

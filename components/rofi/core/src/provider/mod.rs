@@ -135,6 +135,15 @@ impl ProviderInfo {
         }
     }
 
+    /// Whether libfabric's reliable-datagram utility provider (`ofi_rxd`) is one of
+    /// this entry's layers.
+    #[must_use]
+    pub fn is_rxd(&self) -> bool {
+        self.name
+            .split(';')
+            .any(|layer| layer.trim().eq_ignore_ascii_case("ofi_rxd"))
+    }
+
     /// Whether this entry only reaches this host (loopback interface).
     #[must_use]
     pub fn is_loopback(&self) -> bool {

@@ -309,6 +309,38 @@ fn shm_gets_host_matching_or_is_refused_with_the_reason() {
 }
 
 #[test]
+fn rxd_gets_host_matching_on_every_version_or_is_refused_with_the_reason() {
+    let c = this_machine();
+    let rxd = NameFilter::from_params(Some("udp;ofi_rxd"), None).unwrap();
+    for version in [None, Some((1, 17)), Some((2, 1))] {
+        for policy in [
+            HostMatching::Auto,
+            HostMatching::Always,
+            HostMatching::Never,
+        ] {
+            let r = Requirements {
+                libfabric: version,
+                host_matching: policy,
+                ..req()
+            };
+            let s = select(&c, &rxd, &r);
+            if policy == HostMatching::Never {
+                assert!(s.chosen.is_none());
+                assert!(s.report().contains("FI_PEEK|FI_CLAIM"), "{}", s.report());
+            } else {
+                assert!(
+                    s.chosen.expect("rxd usable").host_matching,
+                    "{version:?} {policy:?}"
+                );
+            }
+        }
+    }
+    assert!(prov("UDP;ofi_rxd", "f", "d").is_rxd());
+    assert!(!prov("udp", "f", "d").is_rxd());
+    assert!(!prov("tcp;ofi_rxm", "f", "d").is_rxd());
+}
+
+#[test]
 fn host_matching_refuses_scalable_endpoints() {
     let c = this_machine();
     let r = Requirements {
