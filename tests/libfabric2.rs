@@ -216,14 +216,18 @@ suite_on_libfabric2!(
     programs: [p2p_sizes, p2p_matching, p2p_probe, ssend_mrecv, p2p_cancel_trunc, collectives]
 );
 
-// udp;ofi_rxd, one job at a time as on 1.17 (tests/rofi.rs): the programs that pass
-// there. p2p_probe still segfaults inside rxd on 2.1 (in MPI_Barrier's receive
-// path, as on 1.17).
+// udp;ofi_rxd, one job at a time as on 1.17 (tests/rofi.rs), through host matching:
+// rxd's tagged path is as broken on 2.1 as on 1.17 (p2p_probe segfaults inside rxd in
+// MPI_Barrier's receive path, and MPI_Improbe misses arrived messages under the stock
+// ofi MTL too), so rofi's known_defect covers rxd on every version. p2p_matching,
+// which passes on 1.17's rxd through host matching, hangs on 2.1's in its part C (1024
+// Isend/Irecv pairs of mixed sizes outstanding at once, both ranks in MPI_Waitall):
+// left out until understood.
 suite_on_libfabric2!(
     rofi_rxd,
     rofi_on("udp;ofi_rxd").one_at_a_time(),
     ranks: [2],
-    programs: [p2p_sizes, ssend_mrecv]
+    programs: [p2p_sizes, p2p_probe, ssend_mrecv, p2p_cancel_trunc, p2p_status]
 );
 
 // rusnic's libfabric backend (FI_EP_DGRAM on udp).

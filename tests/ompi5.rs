@@ -84,12 +84,12 @@ conformance_suite!(rofi_tcp_ompi5, rofi_on("tcp;ofi_rxm"), skip: []);
 conformance_suite!(rofi_shm_ompi5, rofi_on("shm"), skip: []);
 conformance_suite!(rofi_sockets_ompi5, rofi_on("sockets"), skip: []);
 // rxd through host matching (its tagged path is broken, see tests/rofi.rs), one job at
-// a time as on 4.1.
+// a time and without p2p_matching (hangs under CPU load), as on 4.1.
 conformance_suite!(
     rofi_rxd_ompi5,
     rofi_on("udp;ofi_rxd").one_at_a_time(),
     ranks: [2],
-    skip: []
+    skip: ["p2p_matching"]
 );
 conformance_suite!(
     rofi_tcp_ofi_tag_1_ompi5,

