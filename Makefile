@@ -97,7 +97,7 @@ bench: components bench-tool
 	$(PROFILE_DIR)/rmca-bench $(BENCH_ARGS)
 
 # Open MPI 5.0.x from Debian 13's source, built once into a cache outside the checkout
-# (~/.cache/rmca/ompi-<version>-<options hash>; ~10 min on 2 cores the first time).
+# (~/.cache/rmca/ompi-<version>-<options hash>; ~9 min on 2 cores the first time).
 ompi5:
 	@configure-support/ompi5
 
