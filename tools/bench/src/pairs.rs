@@ -118,12 +118,9 @@ pub fn round_ratios(
         .collect()
 }
 
-/// The median of the per-round ratios, if any round measured both.
-pub fn ratio(samples: &[Sample], pair: &Pair, test: &str, size: u64, unit: &str) -> Option<f64> {
-    let mut values: Vec<f64> = round_ratios(samples, pair, test, size, unit)
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect();
+/// The median of per-round ratios (a pair's ratio at a point), if there are any.
+fn median_ratio(per_round: &[(u32, f64)]) -> Option<f64> {
+    let mut values: Vec<f64> = per_round.iter().map(|(_, r)| *r).collect();
     (!values.is_empty()).then(|| results::median(&mut values))
 }
 
@@ -216,8 +213,8 @@ pub fn table(samples: &[Sample], measured: &[String]) -> String {
                 .collect();
             let title = format!("{} / {}", pair.ours, pair.stock);
             let mut row = format!("{title:<36} {:<10}", series.label());
-            for (test, size, unit) in POINTS {
-                let _ = match ratio(samples, &pair, test, *size, unit) {
+            for per_round in &per_point {
+                let _ = match median_ratio(per_round) {
                     Some(r) => write!(row, " {r:>8.2}"),
                     None => write!(row, " {:>8}", "-"),
                 };
@@ -229,11 +226,7 @@ pub fn table(samples: &[Sample], measured: &[String]) -> String {
             let mut change = format!("{:<36} {:<10}", "", "5.0 vs 4.1");
             let mut rounds = format!("{:<36} {:<10}", "", "5.0 better");
             for ((a, b), (_, _, unit)) in r41.iter().zip(r50).zip(POINTS) {
-                let median_of = |v: &[(u32, f64)]| {
-                    let mut values: Vec<f64> = v.iter().map(|(_, r)| *r).collect();
-                    (!values.is_empty()).then(|| results::median(&mut values))
-                };
-                let _ = match (median_of(a), median_of(b)) {
+                let _ = match (median_ratio(a), median_ratio(b)) {
                     (Some(a), Some(b)) => write!(change, " {:>+7.0}%", change_percent(a, b, unit)),
                     _ => write!(change, " {:>8}", "-"),
                 };
@@ -274,14 +267,14 @@ pub fn csv(all: &Summaries, samples: &[Sample], measured: &[String]) -> String {
     for series in [Series::Ompi41, Series::Ompi50] {
         for pair in pairs(series).iter().filter(|p| p.measured_in(measured)) {
             for (test, size, unit) in POINTS {
+                let per_round = round_ratios(samples, pair, test, *size, unit);
                 let (Some(o), Some(s), Some(r)) = (
                     median(all, &pair.ours, test, *size, unit),
                     median(all, &pair.stock, test, *size, unit),
-                    ratio(samples, pair, test, *size, unit),
+                    median_ratio(&per_round),
                 ) else {
                     continue;
                 };
-                let per_round = round_ratios(samples, pair, test, *size, unit);
                 let lo = per_round
                     .iter()
                     .map(|(_, r)| *r)
@@ -439,8 +432,9 @@ mod tests {
             round_ratios(&samples, pair, "latency", 8, "us"),
             [(1, 0.5), (2, 0.5)]
         );
-        assert_eq!(ratio(&samples, pair, "latency", 8, "us"), Some(0.5));
-        assert_eq!(ratio(&samples, pair, "bw", 8, "MB/s"), None);
+        let ratio = |test, unit| median_ratio(&round_ratios(&samples, pair, test, 8, unit));
+        assert_eq!(ratio("latency", "us"), Some(0.5));
+        assert_eq!(ratio("bw", "MB/s"), None);
     }
 
     #[test]
