@@ -37,6 +37,20 @@ fn assert_refused_with(out: &JobOutput, reasons: &[&str]) {
     );
 }
 
+/// ssend_mrecv at 2 ranks on `config` twice: at `mtl_rofi_verbose 1`, which must pass
+/// (its output says how rofi matches), and with `mtl_rofi_host_matching never`, for
+/// the caller to check the refusal of a provider with a known matching defect.
+fn verbose_and_never_host_matching(config: McaConfig) -> (JobOutput, JobOutput) {
+    let run = |config: McaConfig| {
+        Job::new(&config, 2, program("ssend_mrecv"))
+            .timeout(Duration::from_secs(120))
+            .run()
+    };
+    let out = run(config.clone().with("mtl_rofi_verbose", "1"));
+    out.assert_passed();
+    (out, run(config.with("mtl_rofi_host_matching", "never")))
+}
+
 fn rofi_tag_mode(mode: &str) -> McaConfig {
     rofi_on("tcp;ofi_rxm")
         .with("mtl_rofi_tag_mode", mode)
@@ -152,31 +166,13 @@ conformance_suite!(
 /// (`rofi_rxd` above); `mtl_rofi_host_matching never` refuses rxd with the reason.
 #[test]
 fn rxd_gets_host_matching_for_its_known_defect() {
-    let out = Job::new(
-        &rofi_on("udp;ofi_rxd")
-            .with("mtl_rofi_verbose", "1")
-            .one_at_a_time(),
-        2,
-        program("ssend_mrecv"),
-    )
-    .timeout(Duration::from_secs(120))
-    .run();
-    out.assert_passed();
+    let (out, never) = verbose_and_never_host_matching(rofi_on("udp;ofi_rxd").one_at_a_time());
     let log = format!("{}{}", out.stdout, out.stderr);
     assert!(
         log.contains("mtl:rofi: using udp;ofi_rxd [") && log.contains("], host matching (eager"),
         "{}",
         out.report()
     );
-    let never = Job::new(
-        &rofi_on("udp;ofi_rxd")
-            .with("mtl_rofi_host_matching", "never")
-            .one_at_a_time(),
-        2,
-        program("ssend_mrecv"),
-    )
-    .timeout(Duration::from_secs(120))
-    .run();
     assert_refused_with(
         &never,
         &[
@@ -536,27 +532,13 @@ fn libfabric_version() -> (u32, u32) {
 /// (The stock OFI MTL never selects shm: its hints ask for FI_REMOTE_COMM.)
 #[test]
 fn shm_gets_host_matching_for_its_known_defect() {
-    let out = Job::new(
-        &rofi_on("shm").with("mtl_rofi_verbose", "1"),
-        2,
-        program("ssend_mrecv"),
-    )
-    .timeout(Duration::from_secs(120))
-    .run();
-    out.assert_passed();
+    let (out, never) = verbose_and_never_host_matching(rofi_on("shm"));
     let log = format!("{}{}", out.stdout, out.stderr);
     assert!(
         log.contains("using shm [shm], host matching (eager up to 16320 B, then fi_read)"),
         "{}",
         out.report()
     );
-    let never = Job::new(
-        &rofi_on("shm").with("mtl_rofi_host_matching", "never"),
-        2,
-        program("ssend_mrecv"),
-    )
-    .timeout(Duration::from_secs(120))
-    .run();
     let why = if libfabric_version() < (1, 19) {
         "shm [shm]: rejected: libfabric < 1.19's shm matches unexpected"
     } else {
