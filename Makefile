@@ -22,7 +22,7 @@
 #   make static-ompi5  5.0.7 with ours compiled in (static), cached beside it
 #   make libfabric2    libfabric 2.1 (Debian 13's source) built into ~/.cache/rmca
 #   make -s libfabric2-prefix   its install prefix (built first if needed), nothing else
-#   make check-libfabric2   rofi and rusnic on it under Open MPI 4.1.4 (tests/libfabric2.rs)
+#   make check-libfabric2   rofi and rusnic on it under Open MPI 4.1.4 and 5.0 (tests/libfabric2.rs)
 #   make check-ompi5   ours built against it (build/ompi5/mca) and the static build,
 #                      then tests/ompi5*.rs
 
@@ -39,7 +39,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 check-libfabric2
+.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2
 
 all: components
 
@@ -144,9 +144,19 @@ components-libfabric2:
 	    $(CARGO) build --release $(foreach c,$(LIBFABRIC2_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
 	$(call place_components,$(LIBFABRIC2_COMPONENTS),target/libfabric2/release,$(BUILD)/libfabric2/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
 
-check-libfabric2: components components-libfabric2
+# The same against Open MPI 5.0 as well (target/libfabric2-ompi5 → build/libfabric2-ompi5/mca).
+components-libfabric2-ompi5:
+	@lf=$$(configure-support/libfabric2 --print-prefix) && ompi=$$(configure-support/ompi5 --print-prefix) && \
+	PKG_CONFIG_PATH=$$lf/lib/pkgconfig OMPI_PREFIX=$$ompi CARGO_TARGET_DIR=target/libfabric2-ompi5 \
+	    $(CARGO) build --release $(foreach c,$(LIBFABRIC2_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
+	$(call place_components,$(LIBFABRIC2_COMPONENTS),target/libfabric2-ompi5/release,$(BUILD)/libfabric2-ompi5/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
+
+# tests/libfabric2.rs on Open MPI 4.1.4 and 5.0; LIBFABRIC2_TESTS narrows it (cargo
+# test filters: `.ci/run` runs the 5.0 jobs and the shm findings).
+check-libfabric2: components components-libfabric2 components-libfabric2-ompi5
 	RMCA_LIBFABRIC2_PREFIX=$$(configure-support/libfabric2 --print-prefix) RMCA_REQUIRE_LIBFABRIC2=1 \
-	    tools/residue/no-residue $(CARGO) test --release --test libfabric2 -- --test-threads=2
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
+	    tools/residue/no-residue $(CARGO) test --release --test libfabric2 -- --test-threads=2 $(LIBFABRIC2_TESTS)
 
 static-ompi:
 	@configure-support/static-ompi

@@ -1,8 +1,10 @@
 //! rofi and rusnic built against libfabric 2.1 (configure-support/libfabric2;
 //! `make components-libfabric2` puts them in build/libfabric2/mca) under the system
-//! Open MPI 4.1.4, with LD_LIBRARY_PATH=<prefix>/lib so that every libfabric user in
-//! the process (the stock ofi MTL too) runs on 2.1; and shm's tagged matching on
-//! 1.17 and 2.1 (tests/libfabric/shm_matching.c, against libfabric directly).
+//! Open MPI 4.1.4 and, built against both 5.0 and 2.1 (`make
+//! components-libfabric2-ompi5`: build/libfabric2-ompi5/mca), under Open MPI 5.0
+//! (RMCA_OMPI5_PREFIX), with LD_LIBRARY_PATH=<prefix>/lib so that every libfabric
+//! user in the process (the stock ofi MTL too) runs on 2.1; and shm's tagged matching
+//! on 1.17 and 2.1 (tests/libfabric/shm_matching.c, against libfabric directly).
 //!
 //! Skipped (SKIPPED printed) unless RMCA_LIBFABRIC2_PREFIX names the 2.1 install and
 //! build/libfabric2/mca holds our components; with RMCA_REQUIRE_LIBFABRIC2 set
@@ -14,7 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use mca_harness::static_ompi::skip_unless_required;
-use mca_harness::{Job, JobOutput, McaConfig, conformance, repo_root, system_component_dir};
+use mca_harness::{Job, JobOutput, McaConfig, conformance, ompi5, repo_root, system_component_dir};
 
 /// The libfabric 2.1 installation and our components built against it.
 struct Libfabric2 {
@@ -63,6 +65,22 @@ impl Libfabric2 {
     fn lib(&self) -> PathBuf {
         self.prefix.join("lib")
     }
+
+    /// `config` on Open MPI 5.0 (RMCA_OMPI5_PREFIX, `make ompi5`) with 2.1 loaded and
+    /// ours built against both (build/libfabric2-ompi5/mca), named `<name>-ompi5`;
+    /// `None` after printing why when that Open MPI or that build is missing (a
+    /// failure instead under RMCA_REQUIRE_OMPI5, which `make check-libfabric2` sets).
+    fn on_ompi5(&self, config: McaConfig) -> Option<McaConfig> {
+        let name = format!("{}-ompi5", config.name);
+        let config = config
+            .on_prefix_with(
+                &ompi5::prefix(),
+                &repo_root().join("build/libfabric2-ompi5/mca"),
+            )
+            .named(&name)
+            .with_env("LD_LIBRARY_PATH", &self.lib().display().to_string());
+        config.available().then_some(config)
+    }
 }
 
 fn rofi_on(provider: &str) -> McaConfig {
@@ -99,9 +117,23 @@ fn run(config: McaConfig, name: &str, ranks: &[u32]) {
     conformance::run_program(&lf.on(config), name, ranks);
 }
 
-/// One `#[test]` per listed conformance program under a configuration on 2.1.
+/// Runs conformance program `name` under `config` on Open MPI 5.0 and libfabric 2.1
+/// (or skips).
+fn run_ompi5(config: McaConfig, name: &str, ranks: &[u32]) {
+    let Some(lf) = libfabric2() else { return };
+    let Some(config) = lf.on_ompi5(config) else {
+        return;
+    };
+    conformance::run_program(&config, name, ranks);
+}
+
+/// One `#[test]` per listed conformance program under a configuration on 2.1, on
+/// Open MPI 4.1 (`run`) or 5.0 (`run_ompi5`).
 macro_rules! suite_on_libfabric2 {
     ($module:ident, $config:expr, ranks: [$($n:literal),+], programs: [$($program:ident),+ $(,)?]) => {
+        suite_on_libfabric2!($module, run, $config, ranks: [$($n),+], programs: [$($program),+]);
+    };
+    ($module:ident, $runner:ident, $config:expr, ranks: [$($n:literal),+], programs: [$($program:ident),+ $(,)?]) => {
         mod $module {
             use super::*;
             const RANKS: &[u32] = &[$($n),+];
@@ -111,7 +143,7 @@ macro_rules! suite_on_libfabric2 {
             $(
                 #[test]
                 fn $program() {
-                    run(config(), stringify!($program), RANKS);
+                    $runner(config(), stringify!($program), RANKS);
                 }
             )+
         }
@@ -173,8 +205,10 @@ suite_on_libfabric2!(
 /// rofi on 2.1's shm: host matching by default, and refused with the reason when told
 /// never to match itself (native matching would report MPI_SOURCE 0 for a truncated
 /// message: the error entry has the tag but remote CQ data 0, tests/libfabric/
-/// shm_matching.c truncation_*). When the shm_matching test shows truncation fixed,
-/// the rule in rofi-core's provider::select::known_defect can be versioned.
+/// shm_matching.c truncation_*; with the source in the tag instead, truncated receives
+/// complete with length 0 and a truncating MPI_Mrecv crashes inside shm). When the
+/// shm_matching test shows truncation fixed, the rule in rofi-core's
+/// provider::select::known_defect can be versioned.
 #[test]
 fn shm_on_2_1_gets_host_matching_and_never_is_refused_with_the_reason() {
     let Some(lf) = libfabric2() else { return };
@@ -247,6 +281,45 @@ suite_on_libfabric2!(
     programs: [p2p_sizes, p2p_matching, p2p_probe, datatypes, collectives]
 );
 
+// Open MPI 5.0 on 2.1: rofi on tcp;ofi_rxm and shm (host matching, as on 4.1) at
+// 2 and 4 ranks, shm's truncation at 2, rusnic's libfabric backend, and 5.0's stock
+// ofi MTL (built against 1.17's headers, running on 2.1) as control.
+suite_on_libfabric2!(
+    rofi_tcp_ompi5,
+    run_ompi5,
+    rofi_on("tcp;ofi_rxm"),
+    ranks: [2, 4],
+    programs: [p2p_sizes, p2p_matching, p2p_probe, ssend_mrecv, p2p_cancel_trunc, p2p_status]
+);
+suite_on_libfabric2!(
+    rofi_shm_ompi5,
+    run_ompi5,
+    rofi_on("shm"),
+    ranks: [2, 4],
+    programs: [p2p_sizes, p2p_matching, p2p_probe, ssend_mrecv, collectives]
+);
+suite_on_libfabric2!(
+    rofi_shm_truncation_ompi5,
+    run_ompi5,
+    rofi_on("shm").named("rofi-shm-truncation-lf2"),
+    ranks: [2],
+    programs: [p2p_cancel_trunc, p2p_status]
+);
+suite_on_libfabric2!(
+    rusnic_ofi_backend_ompi5,
+    run_ompi5,
+    rusnic_ofi(),
+    ranks: [2],
+    programs: [p2p_sizes, p2p_matching]
+);
+suite_on_libfabric2!(
+    stock_ofi_tcp_ompi5,
+    run_ompi5,
+    McaConfig::stock_ofi_tcp().named("stock-ofi-tcp-lf2"),
+    ranks: [2],
+    programs: [p2p_sizes, p2p_matching]
+);
+
 /// Compiles tests/libfabric/`name`.c with `compiler` (headers and library of
 /// `prefix`, or the system's) into the test's scratch directory.
 fn compile(compiler: &str, name: &str, prefix: Option<&Path>, tag: &str) -> PathBuf {
@@ -307,14 +380,34 @@ fn assert_ran_on(out: &JobOutput, prefix: &Path, ranks: u32) {
 #[test]
 fn every_transport_runs_on_the_2_1_library() {
     let Some(lf) = libfabric2() else { return };
+    let configs = || {
+        [
+            rofi_on("tcp;ofi_rxm"),
+            rofi_on("shm"),
+            rusnic_ofi(),
+            McaConfig::stock_ofi_tcp(),
+        ]
+    };
     let program = compile("mpicc", "loaded_libfabric", None, "system");
-    for config in [
-        rofi_on("tcp;ofi_rxm"),
-        rofi_on("shm"),
-        rusnic_ofi(),
-        McaConfig::stock_ofi_tcp(),
-    ] {
+    for config in configs() {
         let out = Job::new(&lf.on(config), 2, &program)
+            .timeout(Duration::from_secs(120))
+            .run();
+        assert_ran_on(&out, &lf.prefix, 2);
+    }
+    let mpicc5 = ompi5::prefix().join("bin/mpicc");
+    let Some(_) = lf.on_ompi5(rofi_on("shm")) else {
+        return;
+    };
+    let program = compile(
+        &mpicc5.display().to_string(),
+        "loaded_libfabric",
+        None,
+        "ompi5",
+    );
+    for config in configs() {
+        let config = lf.on_ompi5(config).expect("checked above");
+        let out = Job::new(&config, 2, &program)
             .timeout(Duration::from_secs(120))
             .run();
         assert_ran_on(&out, &lf.prefix, 2);
@@ -348,6 +441,7 @@ fn the_2_1_builds_are_refused_by_the_1_17_library_with_the_reason() {
 fn matching_checks(program: &Path, lib: Option<&Path>, provider: &str) -> Vec<(String, bool)> {
     let mut run = Command::new("timeout");
     run.arg("60").arg(program).arg(provider);
+    run.env("FI_LNX_PROV_LINKS", LNX_LINKS);
     if let Some(lib) = lib {
         run.env("LD_LIBRARY_PATH", lib);
     }
@@ -372,6 +466,34 @@ fn matching_checks(program: &Path, lib: Option<&Path>, provider: &str) -> Vec<(S
         .collect();
     assert_eq!(checks.len(), 7, "{stdout}");
     checks
+}
+
+/// What lnx links (FI_LNX_PROV_LINKS): shm on this host, tcp;ofi_rxm to others.
+const LNX_LINKS: &str = "shm+tcp";
+
+/// rofi on libfabric 2.1's lnx provider: lnx passes probes on as receives (see the
+/// shm_matching test), and rofi's own matching needs untagged messages and injected
+/// headers, which lnx lacks (its msg operations are fi_no_*, its inject size 0), so
+/// rofi refuses it at selection with both reasons, and the job ends (no hang, no crash
+/// inside lnx).
+#[test]
+fn lnx_is_refused_with_the_reason() {
+    let Some(lf) = libfabric2() else { return };
+    let config = rofi_on("shm+tcp")
+        .named("rofi-lnx-lf2")
+        .with_env("FI_LNX_PROV_LINKS", LNX_LINKS);
+    let out = Job::new(&lf.on(config), 2, mca_harness::program("p2p_sizes"))
+        .timeout(Duration::from_secs(60))
+        .run();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    assert!(
+        log.contains("shm+tcp;ofi_rxm:lnx [ofi_lnx_fabric]: rejected: libfabric's lnx")
+            && log.contains("treats FI_PEEK and FI_CLAIM as plain")
+            && log.contains("rofi would match messages itself, but the provider lacks"),
+        "{}",
+        out.report()
+    );
 }
 
 /// `(check, passed)` for every check of tests/libfabric/shm_matching.c, in order.
@@ -423,6 +545,13 @@ fn shm_tagged_matching_is_broken_on_1_17_and_correct_but_for_truncation_on_2_1()
         matching_checks(&program, Some(&lf.lib()), "shm"),
         expect([true, true, true, true, true, false, false]),
         "2.1's shm"
+    );
+    // lnx linking shm and tcp;ofi_rxm (both sides are on this host: shm carries it):
+    // FI_PEEK and FI_CLAIM are passed on as plain receives into no buffer.
+    assert_eq!(
+        matching_checks(&program, Some(&lf.lib()), "lnx"),
+        expect([true, true, false, false, true, false, false]),
+        "2.1's lnx (shm+tcp)"
     );
     assert_eq!(
         matching_checks(&program, Some(&lf.lib()), "tcp;ofi_rxm"),

@@ -153,12 +153,14 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
             // Host matching needs untagged messages and reads: ask again for those
             // (asking always would hide providers without them from tagged use).
             Some(c) if c.host_matching && !always => {
-                let list = discover(directed_recv, true)?;
-                let selection = select(&list.entries(), &p.filter(), &req);
-                if selection.chosen.is_some_and(|c| c.host_matching) {
-                    return Ok((list, selection));
+                let with_msg = discover(directed_recv, true)?;
+                let again = select(&with_msg.entries(), &p.filter(), &req);
+                if again.chosen.is_some_and(|c| c.host_matching) {
+                    return Ok((with_msg, again));
                 }
-                last = Some((list, selection));
+                // Not listed with FI_MSG and reads (lnx has tagged messages only): report
+                // the defective choice refused, not a list it is missing from.
+                last = Some((list, selection.refuse_host_matching()));
             }
             Some(_) => return Ok((list, selection)),
             None => last = Some((list, selection)),

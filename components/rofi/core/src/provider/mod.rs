@@ -144,6 +144,17 @@ impl ProviderInfo {
             .any(|layer| layer.trim().eq_ignore_ascii_case("ofi_rxd"))
     }
 
+    /// Whether this is libfabric's link provider (`lnx`: shm for this node's peers and
+    /// another provider for the rest behind one endpoint; named `shm+tcp;ofi_rxm:lnx`).
+    #[must_use]
+    pub fn is_lnx(&self) -> bool {
+        self.name
+            .rsplit(':')
+            .next()
+            .is_some_and(|last| last.trim().eq_ignore_ascii_case("lnx"))
+            || self.fabric == "ofi_lnx_fabric"
+    }
+
     /// Whether this entry only reaches this host (loopback interface).
     #[must_use]
     pub fn is_loopback(&self) -> bool {

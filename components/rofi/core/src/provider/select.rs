@@ -4,6 +4,7 @@ use std::fmt;
 
 use super::{NameFilter, NameRejection, ProviderInfo};
 use crate::context::{SepError, SepPlan, SepRequest};
+use crate::host::wire::HEADER_LEN;
 use crate::tag::{TagError, TagLayout, TagMode};
 
 /// What the job needs from a provider.
@@ -72,6 +73,17 @@ pub fn known_defect(info: &ProviderInfo, libfabric: Option<(u32, u32)>) -> Optio
              receiving after probes and reports truncated receives as complete",
         );
     }
+    if info.is_lnx() {
+        // lnx (2.1.0, shm linked with tcp;ofi_rxm) passes FI_PEEK and FI_CLAIM on as
+        // plain receives: a probe takes the message into no buffer (FI_ETRUNC) and it is
+        // gone. Its truncated receives lose the CQ data and length as shm's do.
+        // Reproduced by tests/libfabric/shm_matching.c on provider "lnx".
+        return Some(
+            "libfabric's lnx (checked on 2.1) treats FI_PEEK and FI_CLAIM as plain \
+             receives (a probe would consume the message) and loses the CQ data and length \
+             of truncated receives",
+        );
+    }
     let version = libfabric?;
     if Tier::of(info) != Tier::SharedMemory {
         return None;
@@ -93,7 +105,10 @@ pub fn known_defect(info: &ProviderInfo, libfabric: Option<(u32, u32)>) -> Optio
     // From 1.19 (checked on 2.1.0) shm matches correctly, but the error entry of a
     // truncated tagged receive says FI_REMOTE_CQ_DATA with data 0, and the CQ data is
     // where the tagged path carries the sender's rank: a truncated message would report
-    // MPI_SOURCE 0. Host matching sends the source in its own header.
+    // MPI_SOURCE 0. Host matching sends the source in its own header. A layout with the
+    // source in the tag (ofi_tag_1) does not step around it: tried natively on 2.1.0,
+    // truncated receives complete with length 0 and an MPI_Mrecv that truncates
+    // segfaults inside shm (tests/programs/p2p_status.c, p2p_cancel_trunc.c).
     Some(
         "libfabric's shm (checked up to 2.1) loses the remote CQ data of a truncated \
          tagged receive (MPI_SOURCE of a truncated message would be wrong)",
@@ -145,6 +160,12 @@ pub enum Rejection {
     Defect(&'static str),
     /// Host matching runs on one endpoint context; scalable endpoints were requested.
     HostMatchingSep,
+    /// Host matching is needed (for `defect`) or asked for, and the provider lacks
+    /// what it needs (`lacking`).
+    HostMatchingUnavailable {
+        defect: &'static str,
+        lacking: &'static str,
+    },
 }
 
 impl fmt::Display for Rejection {
@@ -169,6 +190,10 @@ impl fmt::Display for Rejection {
                     "{why}; mtl_rofi_host_matching never forbids working around it"
                 )
             }
+            Rejection::HostMatchingUnavailable { defect, lacking } => write!(
+                f,
+                "{defect}; rofi would match messages itself, but the provider lacks {lacking}"
+            ),
             Rejection::HostMatchingSep => f.write_str(
                 "host matching (needed for this provider or asked for) uses one endpoint \
                  context, and scalable endpoints were requested",
@@ -176,6 +201,9 @@ impl fmt::Display for Rejection {
         }
     }
 }
+
+/// The reason for host matching when no defect calls for it.
+const ASKED: &str = "mtl_rofi_host_matching always";
 
 /// What happened to one candidate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -206,6 +234,8 @@ pub struct Chosen {
     pub sep: Option<SepPlan>,
     /// rofi matches messages itself ([`crate::host`]).
     pub host_matching: bool,
+    /// The provider's [`known_defect`], if it has one (the reason for host matching).
+    pub defect: Option<&'static str>,
 }
 
 /// Result of [`select`]: the choice (if any) and a verdict per candidate, in the order
@@ -217,6 +247,24 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// The same selection with its choice refused because host matching, which the
+    /// choice needs for its defect, is not available on it (libfabric does not list it
+    /// with FI_MSG and FI_RMA reads).
+    #[must_use]
+    pub fn refuse_host_matching(mut self) -> Selection {
+        if let Some(c) = self.chosen.take() {
+            for v in &mut self.verdicts {
+                if v.index == c.index {
+                    v.outcome = Outcome::Rejected(Rejection::HostMatchingUnavailable {
+                        defect: c.defect.unwrap_or(ASKED),
+                        lacking: "untagged messages or RMA reads (FI_MSG, FI_RMA)",
+                    });
+                }
+            }
+        }
+        self
+    }
+
     /// Multi-line text for show_help / verbose output: one candidate per line.
     #[must_use]
     pub fn report(&self) -> String {
@@ -254,6 +302,13 @@ fn check(
             None => false,
         },
     };
+    if host_matching && info.inject_size < HEADER_LEN {
+        // Every host-matching message starts with an injected header.
+        return Err(Rejection::HostMatchingUnavailable {
+            defect: defect.unwrap_or(ASKED),
+            lacking: "an inject size that holds host matching's headers",
+        });
+    }
     if host_matching && req.sep.is_some() {
         return Err(Rejection::HostMatchingSep);
     }
@@ -280,6 +335,7 @@ fn check(
         layout,
         sep,
         host_matching,
+        defect,
     })
 }
 

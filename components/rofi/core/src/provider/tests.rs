@@ -398,3 +398,47 @@ fn shm_region_paths_come_from_endpoint_names() {
         assert_eq!(shm_region_path(bad), None, "{bad:?}");
     }
 }
+
+#[test]
+fn lnx_has_a_known_defect_and_is_refused_when_it_cannot_take_host_matching() {
+    let mut c = this_machine();
+    c.insert(
+        0,
+        prov(
+            "shm+tcp;ofi_rxm:lnx",
+            "ofi_lnx_fabric",
+            "shm+eth0:ofi_lnx_domain",
+        ),
+    );
+    assert!(c[0].is_lnx());
+    assert!(!prov("tcp;ofi_rxm", "f", "d").is_lnx());
+    let lnx = NameFilter::from_params(Some("shm+tcp"), None).unwrap();
+    let s = select(&c, &lnx, &req());
+    let chosen = s.chosen.expect("lnx selected, for host matching");
+    assert!(chosen.host_matching);
+    assert!(chosen.defect.unwrap().contains("FI_PEEK and FI_CLAIM"));
+    let refused = s.refuse_host_matching();
+    assert!(refused.chosen.is_none());
+    let report = refused.report();
+    assert!(
+        report.contains("shm+tcp;ofi_rxm:lnx [ofi_lnx_fabric]: rejected: libfabric's lnx")
+            && report.contains("lacks untagged messages or RMA reads"),
+        "{report}"
+    );
+    // lnx lists itself with FI_MSG but injects nothing: refused at selection.
+    c[0].inject_size = 0;
+    let s = select(&c, &lnx, &req());
+    assert!(s.chosen.is_none());
+    assert!(
+        s.report().contains("but the provider lacks an inject size"),
+        "{}",
+        s.report()
+    );
+    let never = Requirements {
+        host_matching: HostMatching::Never,
+        ..req()
+    };
+    let s = select(&c, &lnx, &never);
+    assert!(s.chosen.is_none());
+    assert!(s.report().contains("host_matching never"), "{}", s.report());
+}

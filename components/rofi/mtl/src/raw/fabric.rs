@@ -400,7 +400,15 @@ impl Fabric {
         let mut buf = vec![0u8; fi::FI_NAME_MAX as usize];
         let mut len = buf.len();
         // SAFETY: open endpoint; `buf` has `len` writable bytes.
-        let rc = unsafe { fi::fi_getname(&mut (*self.ep).fid, buf.as_mut_ptr().cast(), &mut len) };
+        let mut rc =
+            unsafe { fi::fi_getname(&mut (*self.ep).fid, buf.as_mut_ptr().cast(), &mut len) };
+        // A linked provider (lnx) wraps several addresses in one, past FI_NAME_MAX: the
+        // call has set `len` to the size it needs.
+        if rc == -(fi::FI_ETOOSMALL as i32) && len > buf.len() {
+            buf.resize(len, 0);
+            // SAFETY: as above, with the buffer grown to the `len` asked for.
+            rc = unsafe { fi::fi_getname(&mut (*self.ep).fid, buf.as_mut_ptr().cast(), &mut len) };
+        }
         check(rc, "fi_getname")?;
         buf.truncate(len);
         Ok(buf)
@@ -510,9 +518,12 @@ impl Fabric {
             iov_base: buf.cast(),
             iov_len: len,
         };
+        // One descriptor per iov entry, none registered: lnx (2.1) reads `desc[0]` even
+        // for providers that need no registration, so `desc` itself is never null.
+        let mut no_desc: *mut std::ffi::c_void = ptr::null_mut();
         let msg = fi::fi_msg_tagged {
             msg_iov: if buf.is_null() { ptr::null() } else { &iov },
-            desc: ptr::null_mut(),
+            desc: &mut no_desc,
             iov_count: usize::from(!buf.is_null()),
             addr: src,
             tag: bits,
