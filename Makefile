@@ -23,6 +23,7 @@
 #   make libfabric2    libfabric 2.1 (Debian 13's source) built into ~/.cache/rmca
 #   make -s libfabric2-prefix   its install prefix (built first if needed), nothing else
 #   make check-libfabric2   rofi and rusnic on it under Open MPI 4.1.4 and 5.0 (tests/libfabric2.rs)
+#   make bench-libfabric2   rofi on it beside 1.17, the stock ofi MTL and vader
 #   make check-ompi5   ours built against it (build/ompi5/mca) and the static build,
 #                      then tests/ompi5*.rs
 
@@ -39,7 +40,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2
+.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2
 
 all: components
 
@@ -143,6 +144,10 @@ components-libfabric2:
 	PKG_CONFIG_PATH=$$prefix/lib/pkgconfig CARGO_TARGET_DIR=target/libfabric2 \
 	    $(CARGO) build --release $(foreach c,$(LIBFABRIC2_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
 	$(call place_components,$(LIBFABRIC2_COMPONENTS),target/libfabric2/release,$(BUILD)/libfabric2/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
+
+# rofi on 2.1 beside 1.17, the stock ofi MTL and vader (tools/bench/libfabric2).
+bench-libfabric2: components components-libfabric2 bench-tool
+	tools/bench/libfabric2 $(BENCH_ARGS)
 
 # The same against Open MPI 5.0 as well (target/libfabric2-ompi5 → build/libfabric2-ompi5/mca).
 components-libfabric2-ompi5:
