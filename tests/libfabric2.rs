@@ -202,6 +202,31 @@ suite_on_libfabric2!(
     programs: [p2p_cancel_trunc, p2p_status, trunc_large]
 );
 
+// Two providers side by side (`mtl_rofi_local_provider`, tests/rofi_local_provider.rs),
+// the alternative to lnx that rofi gives itself: shm inside each of two namespace
+// hosts, tcp;ofi_rxm between them, 4 ranks (2 per host), under both Open MPI series.
+fn tcp_beside_shm() -> McaConfig {
+    rofi_on("tcp;ofi_rxm")
+        .with("mtl_rofi_local_provider", "shm")
+        .named("rofi-tcp+shm-lf2")
+        .across_hosts(2)
+}
+
+suite_on_libfabric2!(
+    rofi_tcp_shm_two_hosts,
+    tcp_beside_shm(),
+    ranks: [4],
+    programs: [p2p_sizes, p2p_matching, p2p_probe, ssend_mrecv, p2p_cancel_trunc, p2p_status]
+);
+
+suite_on_libfabric2!(
+    rofi_tcp_shm_two_hosts_ompi5,
+    run_ompi5,
+    tcp_beside_shm(),
+    ranks: [4],
+    programs: [p2p_sizes, p2p_matching, p2p_probe, ssend_mrecv, p2p_cancel_trunc, p2p_status]
+);
+
 /// rofi on 2.1's shm: host matching by default, and refused with the reason when told
 /// never to match itself (native matching would report MPI_SOURCE 0 for a truncated
 /// message: the error entry has the tag but remote CQ data 0, tests/libfabric/

@@ -14,7 +14,7 @@ use rofi_core::tag::TagLayout;
 use crate::raw::Owned;
 use crate::raw::context::OpContext;
 use crate::raw::fabric::{EAGAIN, Entry, Fabric, empty_entry};
-use crate::raw::procs::{self, Peer};
+use crate::raw::procs::{self, Peer, Rail};
 use crate::request::BouncePool;
 use crate::stats::{Counter, bump};
 
@@ -61,6 +61,30 @@ pub struct Engine {
     pub bsend_copy: bool,
     /// Host matching (`crate::host`) instead of the provider's tagged queues.
     pub host: Option<crate::host::Host>,
+    /// The provider for peers on this node, beside `fabric` (host matching only).
+    pub local: Option<LocalRail>,
+}
+
+/// A second provider for the peers on this node (`mtl_rofi_local_provider`).
+#[derive(Debug)]
+pub struct LocalRail {
+    pub fabric: Fabric,
+    pub provider: String,
+    /// Its CQ read buffer; holding it is this rail's progress lock.
+    pub cq: Mutex<Owned<Vec<Entry>>>,
+    /// Completions read, for the verbose summary at finalize.
+    pub completions: AtomicUsize,
+}
+
+impl LocalRail {
+    pub fn new(fabric: Fabric, provider: String, event_cnt: usize) -> LocalRail {
+        LocalRail {
+            fabric,
+            provider,
+            cq: Mutex::new(Owned(vec![empty_entry(); event_cnt.max(1)])),
+            completions: AtomicUsize::new(0),
+        }
+    }
 }
 
 /// What init learned and opened, for [`Engine::new`].
@@ -77,6 +101,7 @@ pub struct Setup {
     pub isend_inject: bool,
     pub bsend_copy: bool,
     pub host: Option<crate::host::Host>,
+    pub local: Option<LocalRail>,
 }
 
 impl Engine {
@@ -99,6 +124,15 @@ impl Engine {
             isend_inject: s.isend_inject,
             bsend_copy: s.bsend_copy,
             host: s.host,
+            local: s.local,
+        }
+    }
+
+    /// The fabric that reaches peers of `rail`.
+    pub fn fabric_of(&self, rail: Rail) -> &Fabric {
+        match (rail, &self.local) {
+            (Rail::Local, Some(l)) => &l.fabric,
+            _ => &self.fabric,
         }
     }
 
@@ -144,7 +178,13 @@ impl Engine {
     pub fn route(&self, comm: Comm, rank: i32) -> Result<(u64, u64)> {
         let peer = self.peer(comm, rank)?;
         let rx = ContextMap::remote(comm.context_id(), peer.ctxts);
-        Ok((peer.addr, self.fabric.rx_addr(peer.addr, rx)))
+        Ok((peer.addr, self.fabric_of(peer.rail).rx_addr(peer.addr, rx)))
+    }
+
+    /// Host matching: the fabric that reaches `rank` of `comm`, and its address there.
+    pub fn host_dest(&self, comm: Comm, rank: i32) -> Result<(&Fabric, u64)> {
+        let peer = self.peer(comm, rank)?;
+        Ok((self.fabric_of(peer.rail), peer.addr))
     }
 
     /// This process's context for `comm` (and the one this thread now works on).
@@ -192,31 +232,54 @@ impl Engine {
             .iter()
             .map(|&p| crate::raw::modex::recv(p))
             .collect::<Result<Vec<_>>>()?;
-        let names: Vec<&[u8]> = published.iter().map(|(n, _)| n.as_slice()).collect();
-        let insert = |bytes: &[u8], count: usize| {
-            self.fabric.av_insert(bytes, count).map_err(|e| {
-                mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&e]);
-                Error::UNREACH
+        // A peer on this node goes through the local rail when both ends opened one;
+        // otherwise (it did not, or we did not) through the main one, as it decides
+        // the same way about us.
+        let rails: Vec<Rail> = published
+            .iter()
+            .map(|(p, on_node)| {
+                if self.local.is_some() && *on_node && p.local.is_some() {
+                    Rail::Local
+                } else {
+                    Rail::Main
+                }
             })
-        };
-        // One batched insert when every name has the same length (binary address
-        // formats); string formats (shm: "fi_shm://<pid>...") vary, so one each.
-        let addrs = if names.iter().all(|n| n.len() == names[0].len()) {
-            insert(&names.concat(), names.len())?
-        } else {
-            let mut addrs = Vec::with_capacity(names.len());
-            for n in &names {
-                addrs.extend(insert(n, 1)?);
+            .collect();
+        let mut addrs = vec![0; fresh.len()];
+        for rail in [Rail::Main, Rail::Local] {
+            let which: Vec<usize> = (0..fresh.len()).filter(|&i| rails[i] == rail).collect();
+            let names: Vec<&[u8]> = which
+                .iter()
+                .map(|&i| match rail {
+                    Rail::Main => published[i].0.name.as_slice(),
+                    Rail::Local => published[i].0.local.as_deref().unwrap_or_default(),
+                })
+                .collect();
+            let inserted = self.insert_names(self.fabric_of(rail), &names)?;
+            for (i, addr) in which.into_iter().zip(inserted) {
+                addrs[i] = addr;
             }
-            addrs
-        };
-        for ((&p, addr), (_, ctxts)) in fresh.iter().zip(addrs).zip(&published) {
+        }
+        for (i, &p) in fresh.iter().enumerate() {
             procs::record(
                 p,
                 Peer {
-                    addr,
-                    ctxts: *ctxts,
+                    addr: addrs[i],
+                    ctxts: published[i].0.ctxts,
+                    rail: rails[i],
                 },
+            );
+        }
+        if let Some(l) = &self.local {
+            let local = rails.iter().filter(|&&r| r == Rail::Local).count();
+            verbose!(
+                self.stream,
+                5,
+                "mtl:rofi: {local} of {} processes reached through {} (on this node), \
+                 the others through {}",
+                fresh.len(),
+                l.provider,
+                self.provider
             );
         }
         self.peers.fetch_add(fresh.len(), Ordering::Relaxed);
@@ -227,6 +290,29 @@ impl Engine {
             fresh.len()
         );
         Ok(())
+    }
+
+    /// Inserts endpoint names into `fabric`'s AV, in order.
+    fn insert_names(&self, fabric: &Fabric, names: &[&[u8]]) -> Result<Vec<u64>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let insert = |bytes: &[u8], count: usize| {
+            fabric.av_insert(bytes, count).map_err(|e| {
+                mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&e]);
+                Error::UNREACH
+            })
+        };
+        // One batched insert when every name has the same length (binary address
+        // formats); string formats (shm: "fi_shm://<pid>...") vary, so one each.
+        if names.iter().all(|n| n.len() == names[0].len()) {
+            return insert(&names.concat(), names.len());
+        }
+        let mut addrs = Vec::with_capacity(names.len());
+        for n in names {
+            addrs.extend(insert(n, 1)?);
+        }
+        Ok(addrs)
     }
 
     pub fn del_procs(&self, list: &[*mut sys::ompi_proc_t]) {

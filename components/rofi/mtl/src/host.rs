@@ -27,6 +27,7 @@ use send::PendingSend;
 use crate::engine::Engine;
 use crate::raw::bounce::Bounces;
 use crate::raw::context::Event;
+use crate::raw::procs::Rail;
 use crate::raw::slot::{self, Slot};
 use crate::raw::{Owned, message, post};
 use crate::request::{HostRecv, Op, Reading, RequestState};
@@ -147,9 +148,10 @@ pub enum Action {
 
 #[derive(Debug)]
 pub struct Host {
-    bounces: Bounces,
+    /// Receive buffers, per rail.
+    bounces: Vec<(Rail, Bounces)>,
     /// Buffers whose re-post met FI_EAGAIN, posted again at the next progress.
-    unposted: Mutex<Vec<u32>>,
+    unposted: Mutex<Vec<(Rail, u32)>>,
     state: Mutex<State>,
     next_id: AtomicU64,
     /// Payload bytes an eager message carries at most (the rest of a receive buffer).
@@ -159,15 +161,19 @@ pub struct Host {
 }
 
 impl Host {
-    /// Receive buffers of `eager_size` bytes (at least the inject size); `None` when the
-    /// inject size cannot hold a header (Rts, Ack and Fin are injected).
-    pub fn new(inject_size: usize, eager_size: usize) -> Option<Host> {
+    /// Receive buffers of `eager_size` bytes (at least the inject size) on each rail;
+    /// `None` when the inject size (the smallest of the rails') cannot hold a header
+    /// (Rts, Ack and Fin are injected).
+    pub fn new(inject_size: usize, eager_size: usize, rails: &[Rail]) -> Option<Host> {
         if inject_size < HEADER_LEN {
             return None;
         }
         let buffer = eager_size.max(inject_size);
         Some(Host {
-            bounces: Bounces::new(BOUNCE_COUNT, buffer),
+            bounces: rails
+                .iter()
+                .map(|&r| (r, Bounces::new(r, BOUNCE_COUNT, buffer)))
+                .collect(),
             unposted: Mutex::new(Vec::new()),
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(1),
@@ -178,6 +184,15 @@ impl Host {
 
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn bounces(&self, rail: Rail) -> &Bounces {
+        &self
+            .bounces
+            .iter()
+            .find(|(r, _)| *r == rail)
+            .expect("completions come from rails with buffers")
+            .1
     }
 }
 
@@ -203,16 +218,19 @@ impl Engine {
     /// Posts every receive buffer (once, after the engine has its final address).
     pub fn host_start(&self) -> Result<()> {
         let h = self.host();
-        for i in 0..h.bounces.count() {
-            let rc = self.retry(|| h.bounces.post(&self.fabric, i));
-            if rc < 0 {
-                mca::help::show_help(
-                    "help-mtl-rofi.txt",
-                    "init failed",
-                    true,
-                    &[&self.provider, &crate::raw::fabric::strerror(rc)],
-                );
-                return Err(Error::ERROR);
+        for (rail, bounces) in &h.bounces {
+            let fabric = self.fabric_of(*rail);
+            for i in 0..bounces.count() {
+                let rc = self.retry(|| bounces.post(fabric, i));
+                if rc < 0 {
+                    mca::help::show_help(
+                        "help-mtl-rofi.txt",
+                        "init failed",
+                        true,
+                        &[&self.provider, &crate::raw::fabric::strerror(rc)],
+                    );
+                    return Err(Error::ERROR);
+                }
             }
         }
         Ok(())
@@ -222,15 +240,17 @@ impl Engine {
     pub fn host_repost(&self) {
         let h = self.host();
         let mut unposted = h.unposted.lock().unwrap_or_else(|e| e.into_inner());
-        unposted.retain(|&i| h.bounces.post(&self.fabric, i) < 0);
+        unposted.retain(|&(rail, i)| h.bounces(rail).post(self.fabric_of(rail), i) < 0);
     }
 
-    /// One untagged receive buffer completed: handle its message, post it again.
-    pub fn host_arrival(&self, i: u32, ev: Event, out: &mut Vec<Action>) {
+    /// One untagged receive buffer of `rail` completed: handle its message, post it
+    /// again.
+    pub fn host_arrival(&self, rail: Rail, i: u32, ev: Event, out: &mut Vec<Action>) {
         let h = self.host();
+        let bounces = h.bounces(rail);
         match ev {
             Event::Done { len, .. } => {
-                self.host_message(h.bounces.received(i, len as usize), out);
+                self.host_message(bounces.received(i, len as usize), out);
             }
             Event::Failed { err, message, .. } => {
                 bump(Counter::Errors);
@@ -241,8 +261,11 @@ impl Engine {
                 );
             }
         }
-        if h.bounces.post(&self.fabric, i) < 0 {
-            h.unposted.lock().unwrap_or_else(|e| e.into_inner()).push(i);
+        if bounces.post(self.fabric_of(rail), i) < 0 {
+            h.unposted
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((rail, i));
         }
     }
 
@@ -429,8 +452,8 @@ impl Engine {
                         Control::Fin { id, failed } => wire::encode_fin(id, failed),
                     };
                     let sent = self
-                        .dest_addr(comm, rank as i32)
-                        .map(|to| self.retry(|| self.fabric.inject(0, &bytes, to)));
+                        .host_dest(comm, rank as i32)
+                        .map(|(fabric, to)| self.retry(|| fabric.inject(0, &bytes, to)));
                     match sent {
                         Ok(rc) if rc >= 0 => {
                             if matches!(control, Control::Ack(_)) {
@@ -476,11 +499,12 @@ impl Engine {
             50,
             "mtl:rofi: host matching: reading {len} B at {addr:#x} key {key} from rank {rank}"
         );
-        let rc = match self.peer_addr(comm, rank as i32) {
+        let rc = match self.host_dest(comm, rank as i32) {
             // The receive's buffer has `len` <= capacity writable bytes, and its request
-            // (with the context) stays alive until this read's completion.
-            Ok(src) if !ptr.is_null() => {
-                self.retry(|| post::read(&self.fabric, ptr, len, src, addr, key, ctx))
+            // (with the context) stays alive until this read's completion. The sender
+            // registered its bytes on the rail it sends to us on, which is this one.
+            Ok((fabric, src)) if !ptr.is_null() => {
+                self.retry(|| post::read(fabric, ptr, len, src, addr, key, ctx))
             }
             _ => -(fabric_sys::FI_EINVAL as isize),
         };

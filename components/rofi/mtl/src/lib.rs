@@ -7,6 +7,7 @@
 
 mod engine;
 mod host;
+mod local;
 mod params;
 mod progress;
 mod raw;
@@ -126,7 +127,12 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
         single_node: single_node(),
         sep,
         libfabric: Some(raw::fabric::runtime_version()),
-        host_matching: p.host_matching(),
+        // Two providers side by side share rofi's own matching (`local`).
+        host_matching: if p.local_provider().is_some() {
+            HostMatching::Always
+        } else {
+            p.host_matching()
+        },
     };
     if !p.rxm_dyn_rbuf.enabled() {
         raw::env::disable_rxm_dyn_rbuf();
@@ -259,15 +265,45 @@ impl MtlComponent for Rofi {
             mca::help::show_help("help-mtl-rofi.txt", "init failed", true, &[&info.name, &e]);
             Error::NOT_AVAILABLE
         })?;
-        raw::modex::send(&name, contexts.num_ctxts())?;
+        let local = match p.local_provider() {
+            Some(asked) if !local::is_main(&asked, &info.name) => {
+                let local_ranks = env_number("OMPI_COMM_WORLD_LOCAL_SIZE").unwrap_or(1);
+                let event_cnt = p.progress_event_cnt.get() as usize;
+                match local::open(&asked, &info.name, mpi_threads, local_ranks, event_cnt) {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        fabric.close();
+                        return Err(e);
+                    }
+                }
+            }
+            _ => None,
+        };
+        raw::modex::send(&raw::modex::Published {
+            name: name.clone(),
+            local: local.as_ref().map(|l| l.name.clone()),
+            ctxts: contexts.num_ctxts(),
+        })?;
         register_shm_cleanup(&info.core_name(), &name);
+        if let Some(l) = &local {
+            register_shm_cleanup(&l.core_name, &l.name);
+        }
         let layout = chosen.layout;
         let host = if chosen.host_matching {
-            let Some(h) = host::Host::new(info.inject_size, p.host_eager_size.get()) else {
+            // Both rails carry the same messages: the smaller inject size bounds them.
+            let inject_size = local
+                .as_ref()
+                .map_or(info.inject_size, |l| l.inject_size.min(info.inject_size));
+            let rails: &[raw::procs::Rail] = if local.is_some() {
+                &[raw::procs::Rail::Main, raw::procs::Rail::Local]
+            } else {
+                &[raw::procs::Rail::Main]
+            };
+            let Some(h) = host::Host::new(inject_size, p.host_eager_size.get(), rails) else {
                 let why = format!(
                     "host matching needs an inject size of at least {} bytes, the provider has {}",
                     rofi_core::host::wire::HEADER_LEN,
-                    info.inject_size
+                    inject_size
                 );
                 mca::help::show_help(
                     "help-mtl-rofi.txt",
@@ -302,6 +338,7 @@ impl MtlComponent for Rofi {
             isend_inject: p.isend_inject.enabled(),
             bsend_copy: p.bsend_copy.enabled(),
             host,
+            local: local.map(|l| l.rail),
         });
         verbose!(
             stream(),
@@ -420,6 +457,24 @@ impl MtlModule for RofiModule {
                     per.join("/")
                 );
             }
+            if let Some(l) = &e.local {
+                let main: usize = e
+                    .per_ctx
+                    .iter()
+                    .map(|n| n.load(std::sync::atomic::Ordering::Relaxed))
+                    .sum();
+                verbose!(
+                    e.stream,
+                    1,
+                    "mtl:rofi: completions: {main} through {}, {} through {} (this node)",
+                    e.provider,
+                    l.completions.load(std::sync::atomic::Ordering::Relaxed),
+                    l.provider
+                );
+            }
+        }
+        if let Some(l) = &e.local {
+            l.fabric.close();
         }
         e.fabric.close();
         Ok(())

@@ -25,6 +25,7 @@ pub struct Params {
     pub num_ctxts: Param<i32>,
     pub host_matching: Param<i32>,
     pub host_eager_size: Param<usize>,
+    pub local_provider: StringParam,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -52,6 +53,14 @@ impl Params {
 
     pub fn host_matching(&self) -> HostMatching {
         HostMatching::from_mca_value(self.host_matching.get()).unwrap_or_default()
+    }
+
+    /// `mtl_rofi_local_provider`, when set to a name.
+    pub fn local_provider(&self) -> Option<String> {
+        self.local_provider
+            .get()
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty())
     }
 
     /// The include/exclude lists (validated at registration).
@@ -230,6 +239,33 @@ pub fn register(reg: &mut Registrar) {
          provider's inject size, else sent and held until their completion), larger ones \
          are read by the receiver (fi_read). Never less than the inject size",
     );
+    let local_provider = reg.string(
+        "local_provider",
+        None,
+        Level::USER_BASIC,
+        "A second libfabric provider for the peers on this node (e.g. \"shm\"), opened \
+         beside the one chosen for the others (e.g. tcp;ofi_rxm): each peer's messages \
+         go through the provider of its locality, and rofi matches them itself on both \
+         (mtl_rofi_host_matching), so MPI_ANY_SOURCE, probes and per-peer order hold \
+         across them. Same name matching as mtl_rofi_provider_include. Unset: one \
+         provider for every peer",
+        |v| {
+            if v.contains(',') {
+                Err("it names one provider".to_owned())
+            } else {
+                Ok(())
+            }
+        },
+    );
+    if local_provider.get().is_some_and(|n| !n.trim().is_empty())
+        && HostMatching::from_mca_value(host_matching.get()) == Some(HostMatching::Never)
+    {
+        reg.reject(
+            "mtl_rofi_local_provider needs rofi's own matching on both providers, and \
+             mtl_rofi_host_matching is never"
+                .to_owned(),
+        );
+    }
     let _ = PARAMS.set(Params {
         priority,
         auto_select,
@@ -247,5 +283,6 @@ pub fn register(reg: &mut Registrar) {
         num_ctxts,
         host_matching,
         host_eager_size,
+        local_provider,
     });
 }

@@ -5,13 +5,16 @@
 //! the lock is released, so a completion callback that re-enters the MTL cannot
 //! deadlock on it.
 
+use std::sync::Mutex;
+
 use mca::mtl::{Comm, Status};
 use mca::verbose;
 use rofi_core::sync::{AckSend, OpError, RecvEvent, SendStep, SendTracker, complete_receive};
 
 use crate::engine::Engine;
+use crate::raw::Owned;
 use crate::raw::context::{Event, Leg, Target, deliver_local, target_of};
-use crate::raw::fabric::{ADDR_ANY, CqRead};
+use crate::raw::fabric::{ADDR_ANY, CqRead, Entry, Fabric};
 use crate::raw::slot;
 use crate::request::{Op, recv_status, send_status};
 use crate::stats::{Counter, bump};
@@ -53,22 +56,41 @@ impl Engine {
         if self.host.is_some() {
             self.host_repost();
         }
+        let local = self.local.as_ref().map_or(0, |l| {
+            let n = self.drain(&l.fabric, 0, &l.cq);
+            l.completions
+                .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            n
+        });
         let n = self.cqs.len() as u32;
         if n == 1 {
-            return self.progress_ctx(0);
+            return local + self.progress_ctx(0);
         }
         let first = LAST_CTX.with(std::cell::Cell::get) % n;
-        (0..n).map(|i| self.progress_ctx((first + i) % n)).sum()
+        local
+            + (0..n)
+                .map(|i| self.progress_ctx((first + i) % n))
+                .sum::<usize>()
     }
 
     fn progress_ctx(&self, c: u32) -> usize {
-        let Ok(mut buf) = self.cqs[c as usize].try_lock() else {
+        let handled = self.drain(&self.fabric, c, &self.cqs[c as usize]);
+        if handled > 0 {
+            self.per_ctx[c as usize].fetch_add(handled, std::sync::atomic::Ordering::Relaxed);
+        }
+        handled
+    }
+
+    /// Reads context `c` of `fabric`'s CQ through `cq`, its read buffer and progress
+    /// lock (skipped when another thread holds it), then runs what the entries left.
+    fn drain(&self, fabric: &Fabric, c: u32, cq: &Mutex<Owned<Vec<Entry>>>) -> usize {
+        let Ok(mut buf) = cq.try_lock() else {
             return 0;
         };
         let mut later = Vec::new();
         let mut handled = 0;
         loop {
-            match self.fabric.cq_read(c, &mut buf.0) {
+            match fabric.cq_read(c, &mut buf.0) {
                 CqRead::Entries(n) => {
                     bump(Counter::CqReads);
                     for e in &buf.0[..n] {
@@ -120,9 +142,6 @@ impl Engine {
             }
         }
         drop(buf);
-        if handled > 0 {
-            self.per_ctx[c as usize].fetch_add(handled, std::sync::atomic::Ordering::Relaxed);
-        }
         for d in later {
             match d {
                 Deferred::Ack(ack, comm) => self.send_ack(ack, comm),
@@ -156,9 +175,9 @@ impl Engine {
                 self.host_sent(id, &ev, &mut out);
                 later.extend(out.into_iter().map(Deferred::Host));
             }
-            Some(Target::Bounce(i)) => {
+            Some(Target::Bounce(rail, i)) => {
                 let mut out = Vec::new();
-                self.host_arrival(i, ev, &mut out);
+                self.host_arrival(rail, i, ev, &mut out);
                 later.extend(out.into_iter().map(Deferred::Host));
             }
             Some(Target::Request { raw, .. }) if self.host.is_some() => {

@@ -21,7 +21,7 @@ use super::Action;
 use crate::engine::Engine;
 use crate::raw::bsend::BsendCopy;
 use crate::raw::context::{Event, OpContext, Target};
-use crate::raw::fabric::Mr;
+use crate::raw::fabric::{Fabric, Mr};
 use crate::raw::slot::{self, Slot};
 use crate::raw::{Owned, post, procs};
 use crate::request::{Op, RequestState, post_failed_status};
@@ -102,7 +102,7 @@ impl Engine {
         mode: SendMode,
         request: Option<Slot>,
     ) -> Result<()> {
-        let to = self.dest_addr(comm, dest)?;
+        let to = self.host_dest(comm, dest)?;
         let buffer = SendBuffer::new(convertor)?;
         if let Some(r) = &request {
             r.init(Owned(RequestState::new(r.key(), 0, Op::HostSend)));
@@ -146,7 +146,7 @@ impl Engine {
         copy: Box<BsendCopy>,
         request: Slot,
     ) -> Result<()> {
-        let to = self.dest_addr(comm, dest)?;
+        let to = self.host_dest(comm, dest)?;
         let raw = request.key();
         request.init(Owned(RequestState::new(raw, 0, Op::HostSend)));
         let bytes = SendBytes::Detached(copy);
@@ -158,7 +158,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Posts `bytes` to `dest` (address `to`) of `comm`: injected, sent with a
+    /// Posts `bytes` to `dest` (fabric and address `to`) of `comm`: injected, sent with a
     /// completion or announced by an Rts; a send that waits for events is kept until
     /// they came (`host_leg_done`). `Err` only when nothing was attempted (the
     /// registration failed).
@@ -168,12 +168,13 @@ impl Engine {
         comm: Comm,
         dest: i32,
         tag: i32,
-        to: u64,
+        to: (&Fabric, u64),
         bytes: SendBytes,
         sync: bool,
         waiter: Waiter,
     ) -> Result<Posted> {
         let h = self.host();
+        let (fabric, to) = to;
         let env = Envelope {
             cid: comm.context_id(),
             source: comm.rank() as u32,
@@ -219,7 +220,7 @@ impl Engine {
             Path::Rendezvous => {
                 // The bytes stay valid while the registration exists: both live in the
                 // pending send, dropped together (the registration first) at the Fin.
-                let mr = post::register(&self.fabric, bytes.bytes(), id).map_err(|e| {
+                let mr = post::register(fabric, bytes.bytes(), id).map_err(|e| {
                     bump(Counter::Errors);
                     verbose!(self.stream, 1, "mtl:rofi: host matching: {e}");
                     Error::ERROR
@@ -241,11 +242,11 @@ impl Engine {
                 bump(Counter::Sends);
                 // The message and its context are kept by the pending send until the
                 // completion.
-                self.retry(|| post::host_send(&self.fabric, ptr, n, to, ctx))
+                self.retry(|| post::host_send(fabric, ptr, n, to, ctx))
             }
             None => {
                 bump(Counter::Injects);
-                self.retry(|| self.fabric.inject(0, &inject, to))
+                self.retry(|| fabric.inject(0, &inject, to))
             }
         };
         if rc < 0 {

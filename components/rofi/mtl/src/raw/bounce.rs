@@ -9,6 +9,7 @@
 
 use super::context::{OpContext, Target};
 use super::fabric::Fabric;
+use super::procs::Rail;
 
 #[derive(Debug)]
 pub struct Bounces {
@@ -24,13 +25,13 @@ unsafe impl Send for Bounces {}
 unsafe impl Sync for Bounces {}
 
 impl Bounces {
-    /// `count` buffers of `size` bytes, none posted yet.
-    pub fn new(count: u32, size: usize) -> Bounces {
+    /// `count` buffers of `size` bytes for `rail`'s endpoint, none posted yet.
+    pub fn new(rail: Rail, count: u32, size: usize) -> Bounces {
         let bufs = (0..count)
             .map(|_| Box::into_raw(vec![0u8; size].into_boxed_slice()).cast::<u8>())
             .collect();
         let ctxs = (0..count)
-            .map(|i| Box::into_raw(Box::new(OpContext::new(Target::Bounce(i)))))
+            .map(|i| Box::into_raw(Box::new(OpContext::new(Target::Bounce(rail, i)))))
             .collect();
         Bounces { size, bufs, ctxs }
     }

@@ -8,6 +8,8 @@ use std::sync::Mutex;
 
 use fabric_sys as fi;
 
+use super::procs::Rail;
+
 /// Which half of a request an operation belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Leg {
@@ -24,8 +26,8 @@ pub enum Target {
     Request { raw: usize, leg: Leg },
     /// An operation a thread waits for in the call (blocking send, probes).
     Local(*const LocalOp),
-    /// Host matching's untagged receive buffer number `n` (`super::bounce`).
-    Bounce(u32),
+    /// Host matching's untagged receive buffer number `n` (`super::bounce`) of a rail.
+    Bounce(Rail, u32),
     /// Host matching's eager message of send `id`, sent with a completion.
     HostSend(u64),
     /// A buffered send whose request completed when it was posted; the box at this

@@ -6,25 +6,80 @@ use mca::{Error, Result, sys};
 
 use crate::Rofi;
 
-/// Publishes this process's endpoint name and its receive-context count (a 4-byte
-/// little-endian trailer: senders need it to name the context a communicator's
-/// messages must reach).
-pub fn send(name: &[u8], ctxts: u32) -> Result<()> {
-    let mut blob = name.to_vec();
-    blob.extend_from_slice(&ctxts.to_le_bytes());
+/// What a process publishes: its endpoint name, the name of its endpoint for peers on
+/// its node if it opened one (`mtl_rofi_local_provider`), and its receive-context
+/// count (senders need it to name the context a communicator's messages must reach).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    pub name: Vec<u8>,
+    pub local: Option<Vec<u8>>,
+    pub ctxts: u32,
+}
+
+/// Layout: `name ++ local ++ len(local) ++ ctxts`, both numbers 4-byte little-endian.
+fn encode(p: &Published) -> Vec<u8> {
+    let local = p.local.as_deref().unwrap_or_default();
+    let mut blob = p.name.clone();
+    blob.extend_from_slice(local);
+    blob.extend_from_slice(&(local.len() as u32).to_le_bytes());
+    blob.extend_from_slice(&p.ctxts.to_le_bytes());
+    blob
+}
+
+fn decode(mut blob: Vec<u8>) -> Option<Published> {
+    let trailer = |blob: &mut Vec<u8>| {
+        let at = blob.len().checked_sub(4)?;
+        let n = u32::from_le_bytes(blob[at..].try_into().ok()?);
+        blob.truncate(at);
+        Some(n)
+    };
+    let ctxts = trailer(&mut blob)?;
+    let local_len = trailer(&mut blob)? as usize;
+    let at = blob.len().checked_sub(local_len)?;
+    let local = (local_len > 0).then(|| blob.split_off(at));
+    Some(Published {
+        name: blob,
+        local,
+        ctxts: ctxts.max(1),
+    })
+}
+
+pub fn send(published: &Published) -> Result<()> {
+    let blob = encode(published);
     // SAFETY: Rofi::raw() is the exported component structure.
     unsafe { proc::modex_send(Rofi::raw(), &blob) }
 }
 
-/// The endpoint name and context count `p` published.
-pub fn recv(p: *mut sys::ompi_proc_t) -> Result<(Vec<u8>, u32)> {
+/// What `p` published, and whether it is on this node.
+pub fn recv(p: *mut sys::ompi_proc_t) -> Result<(Published, bool)> {
     // SAFETY: `p` is a live ompi_proc_t from the PML, whose first member is its
-    // opal_proc_t; Rofi::raw() is the exported component structure.
-    let mut blob = unsafe { Proc::from_raw(p.cast()).modex_recv(Rofi::raw()) }?;
-    let Some(at) = blob.len().checked_sub(4) else {
-        return Err(Error::UNREACH);
-    };
-    let ctxts = u32::from_le_bytes(blob[at..].try_into().map_err(|_| Error::UNREACH)?);
-    blob.truncate(at);
-    Ok((blob, ctxts.max(1)))
+    // opal_proc_t.
+    let peer = unsafe { Proc::from_raw(p.cast()) };
+    // SAFETY: Rofi::raw() is the exported component structure.
+    let blob = unsafe { peer.modex_recv(Rofi::raw()) }?;
+    let published = decode(blob).ok_or(Error::UNREACH)?;
+    Ok((published, peer.is_local()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_names_and_the_context_count_come_back() {
+        for local in [None, Some(b"fi_shm://42:0\0".to_vec())] {
+            let p = Published {
+                name: vec![7; 16],
+                local,
+                ctxts: 3,
+            };
+            assert_eq!(decode(encode(&p)), Some(p));
+        }
+    }
+
+    #[test]
+    fn a_short_blob_is_refused() {
+        assert_eq!(decode(vec![1, 2, 3]), None);
+        assert_eq!(decode(vec![9, 0, 0, 0, 1, 0, 0, 0]), None);
+    }
 }

@@ -2,13 +2,23 @@
 
 use mca::sys;
 
+/// Which of rofi's providers reaches a peer (`mtl_rofi_local_provider`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rail {
+    /// The provider selection chose: every peer, or those on other nodes.
+    Main = 0,
+    /// The provider for peers on this node, when one is opened beside the main one.
+    Local = 1,
+}
+
 /// What rofi knows of a peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Peer {
-    /// Its endpoint in our AV.
+    /// Its endpoint in the AV of `rail`.
     pub addr: u64,
     /// Receive contexts it spreads communicators over (1 without thread grouping).
     pub ctxts: u32,
+    pub rail: Rail,
 }
 
 fn slot(p: *mut sys::ompi_proc_t) -> *mut *mut std::ffi::c_void {
