@@ -60,7 +60,7 @@ pub struct Engine {
     /// complete when posted (`mtl_rofi_bsend_copy`, `raw::bsend`).
     pub bsend_copy: bool,
     /// Host matching (`crate::host`) instead of the provider's tagged queues.
-    pub host: Option<crate::host::Host>,
+    pub host: Option<crate::host_state::Host>,
     /// The provider for peers on this node, beside `fabric` (host matching only).
     pub local: Option<LocalRail>,
 }
@@ -100,8 +100,24 @@ pub struct Setup {
     pub min_landing: usize,
     pub isend_inject: bool,
     pub bsend_copy: bool,
-    pub host: Option<crate::host::Host>,
+    pub host: Option<crate::host_state::Host>,
     pub local: Option<LocalRail>,
+}
+
+thread_local! {
+    /// The context this thread used last: drained first, as its completions are the
+    /// ones it most likely waits for.
+    static LAST_CTX: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Remembers that this thread works on context `c`.
+fn note_ctx(c: u32) {
+    LAST_CTX.with(|l| l.set(c));
+}
+
+/// The context this thread used last (see `note_ctx`).
+pub fn last_ctx() -> u32 {
+    LAST_CTX.with(std::cell::Cell::get)
 }
 
 impl Engine {
@@ -190,7 +206,7 @@ impl Engine {
     /// This process's context for `comm` (and the one this thread now works on).
     pub fn ctx_of(&self, comm: Comm) -> u32 {
         let c = self.contexts.local(comm.context_id());
-        crate::progress::note_ctx(c);
+        note_ctx(c);
         c
     }
 

@@ -1,6 +1,8 @@
 //! Host matching (`rofi_core::host`): rofi matches MPI messages itself and the provider
 //! moves untagged messages and RMA reads only. Used for providers whose tag matching
-//! is broken (libfabric < 1.19's shm) and with `mtl_rofi_host_matching always`.
+//! is broken (libfabric < 1.19's shm), with `mtl_rofi_host_matching always`, and on
+//! both providers when one for on-node peers is opened beside the main one
+//! (`crate::local`).
 //!
 //! Locking: the matcher, pending sends and claimed messages sit under one mutex, taken
 //! inside the progress lock (arrivals) or alone (posting); nothing that can progress
@@ -8,193 +10,26 @@
 //! after every lock is released.
 //!
 //! The receiving side (arrivals, matching, reads) is here; the sending side (eager and
-//! Rts messages, the pending sends their events finish) is in [`send`].
+//! Rts messages, the pending sends their events finish) is in [`send`]; the state both
+//! work on is [`crate::host_state`], which the engine holds.
 
 mod send;
-
-use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Mutex, MutexGuard};
 
 use mca::convertor::Convertor;
 use mca::mtl::{Comm, Status};
 use mca::{Error, Result, sys, verbose};
 use rofi_core::host::send::Leg;
-use rofi_core::host::wire::{self, HEADER_LEN, Message};
-use rofi_core::host::{Envelope, Matcher, Order, Pattern, Reorder, Sequencer};
-use send::PendingSend;
+use rofi_core::host::wire::{self, Message};
+use rofi_core::host::{Envelope, Order, Pattern};
 
 use crate::engine::Engine;
-use crate::raw::bounce::Bounces;
+use crate::host_state::{Action, Control, Delivery, Host, State};
 use crate::raw::context::Event;
 use crate::raw::procs::Rail;
 use crate::raw::slot::{self, Slot};
 use crate::raw::{Owned, message, post};
 use crate::request::{HostRecv, Op, Reading, RequestState};
 use crate::stats::{Counter, bump};
-
-/// Untagged receive buffers kept posted.
-const BOUNCE_COUNT: u32 = 128;
-
-/// A message that arrived before its receive: what is kept of it.
-#[derive(Debug)]
-enum Arrived {
-    Eager {
-        payload: Vec<u8>,
-        sync: Option<u64>,
-    },
-    Rts {
-        len: u64,
-        id: u64,
-        addr: u64,
-        key: u64,
-    },
-}
-
-impl Arrived {
-    fn len(&self) -> u64 {
-        match self {
-            Arrived::Eager { payload, .. } => payload.len() as u64,
-            Arrived::Rts { len, .. } => *len,
-        }
-    }
-}
-
-/// A message being consumed by a receive.
-#[derive(Debug, Clone, Copy)]
-enum Delivery<'a> {
-    Eager {
-        payload: &'a [u8],
-        sync: Option<u64>,
-    },
-    Rts {
-        len: u64,
-        id: u64,
-        addr: u64,
-        key: u64,
-    },
-}
-
-impl Delivery<'_> {
-    /// What is kept of a message that waits (its payload copied out of the buffer).
-    fn keep(self) -> Arrived {
-        match self {
-            Delivery::Eager { payload, sync } => Arrived::Eager {
-                payload: payload.to_vec(),
-                sync,
-            },
-            Delivery::Rts { len, id, addr, key } => Arrived::Rts { len, id, addr, key },
-        }
-    }
-}
-
-impl Arrived {
-    fn delivery(&self) -> Delivery<'_> {
-        match *self {
-            Arrived::Eager { ref payload, sync } => Delivery::Eager { payload, sync },
-            Arrived::Rts { len, id, addr, key } => Delivery::Rts { len, id, addr, key },
-        }
-    }
-}
-
-/// Eager and Rts messages are numbered per (communicator id, peer process name).
-type Channel = (u32, u64);
-
-#[derive(Debug, Default)]
-struct State {
-    /// Posted receives are named by their request address.
-    matcher: Matcher<usize, Arrived>,
-    /// Numbers of the messages we send, and the order of those we receive.
-    sequencer: Sequencer<Channel>,
-    reorder: Reorder<Channel, (Envelope, Arrived)>,
-    sends: HashMap<u64, PendingSend>,
-    /// Messages taken by MPI_Improbe, by `ompi_message_t` address.
-    claimed: HashMap<usize, (Envelope, Arrived)>,
-}
-
-/// A message that answers a send: it is matched by nothing, only looked up by `id`.
-#[derive(Debug, Clone, Copy)]
-pub enum Control {
-    /// A receive consumed synchronous send `id`.
-    Ack(u64),
-    /// The data of send `id` was read (or could not be).
-    Fin { id: u64, failed: bool },
-}
-
-/// Work for after the locks.
-#[derive(Debug)]
-pub enum Action {
-    /// Injects an Ack or Fin to `rank` of `comm`.
-    Control {
-        comm: Comm,
-        rank: u32,
-        control: Control,
-    },
-    /// Reads the data of a matched large message into receive `raw`'s buffer.
-    Read {
-        raw: usize,
-        comm: Comm,
-        rank: u32,
-        len: usize,
-        addr: u64,
-        key: u64,
-    },
-    Complete(usize, Status),
-    /// A detached send ended: drop what it held (its registration, then rofi's copy of
-    /// a buffered send, whose slot of the attached buffer is freed under the PML's
-    /// lock, so not under ours).
-    Release(Owned<PendingSend>),
-}
-
-#[derive(Debug)]
-pub struct Host {
-    /// Receive buffers, per rail.
-    bounces: Vec<(Rail, Bounces)>,
-    /// Buffers whose re-post met FI_EAGAIN, posted again at the next progress.
-    unposted: Mutex<Vec<(Rail, u32)>>,
-    state: Mutex<State>,
-    next_id: AtomicU64,
-    /// Payload bytes an eager message carries at most (the rest of a receive buffer).
-    pub eager_max: usize,
-    /// Messages up to this many bytes (header included) are injected.
-    inject_size: usize,
-}
-
-impl Host {
-    /// Receive buffers of `eager_size` bytes (at least the inject size) on each rail;
-    /// `None` when the inject size (the smallest of the rails') cannot hold a header
-    /// (Rts, Ack and Fin are injected).
-    pub fn new(inject_size: usize, eager_size: usize, rails: &[Rail]) -> Option<Host> {
-        if inject_size < HEADER_LEN {
-            return None;
-        }
-        let buffer = eager_size.max(inject_size);
-        Some(Host {
-            bounces: rails
-                .iter()
-                .map(|&r| (r, Bounces::new(r, BOUNCE_COUNT, buffer)))
-                .collect(),
-            unposted: Mutex::new(Vec::new()),
-            state: Mutex::new(State::default()),
-            next_id: AtomicU64::new(1),
-            eager_max: buffer - HEADER_LEN,
-            inject_size,
-        })
-    }
-
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn bounces(&self, rail: Rail) -> &Bounces {
-        &self
-            .bounces
-            .iter()
-            .find(|(r, _)| *r == rail)
-            .expect("completions come from rails with buffers")
-            .1
-    }
-}
 
 fn status_of(env: Envelope, len: u64, room: usize) -> Status {
     Status {

@@ -7,6 +7,7 @@
 
 mod engine;
 mod host;
+mod host_state;
 mod local;
 mod params;
 mod progress;
@@ -269,7 +270,14 @@ impl MtlComponent for Rofi {
             Some(asked) if !local::is_main(&asked, &info.name) => {
                 let local_ranks = env_number("OMPI_COMM_WORLD_LOCAL_SIZE").unwrap_or(1);
                 let event_cnt = p.progress_event_cnt.get() as usize;
-                match local::open(&asked, &info.name, mpi_threads, local_ranks, event_cnt) {
+                match local::open(
+                    &asked,
+                    &info.name,
+                    mpi_threads,
+                    local_ranks,
+                    event_cnt,
+                    stream(),
+                ) {
                     Ok(l) => Some(l),
                     Err(e) => {
                         fabric.close();
@@ -299,7 +307,7 @@ impl MtlComponent for Rofi {
             } else {
                 &[raw::procs::Rail::Main]
             };
-            let Some(h) = host::Host::new(inject_size, p.host_eager_size.get(), rails) else {
+            let Some(h) = host_state::Host::new(inject_size, p.host_eager_size.get(), rails) else {
                 let why = format!(
                     "host matching needs an inject size of at least {} bytes, the provider has {}",
                     rofi_core::host::wire::HEADER_LEN,

@@ -7,6 +7,7 @@
 //! messages keep their order because a peer is reached through one provider only
 //! (`Engine::add_procs` decides it by locality, the same way on both ends).
 
+use mca::output::Stream;
 use mca::{Error, Result, verbose};
 use rofi_core::provider::{HostMatching, NameFilter, Requirements, select};
 use rofi_core::tag::TagMode;
@@ -36,6 +37,7 @@ pub fn open(
     thread_multiple: bool,
     local_ranks: usize,
     event_cnt: usize,
+    stream: Stream,
 ) -> Result<Opened> {
     let refuse = |why: &str| {
         mca::help::show_help(
@@ -81,7 +83,7 @@ pub fn open(
         }
     };
     verbose!(
-        crate::stream(),
+        stream,
         1,
         "mtl:rofi: {} [{}] for peers on this node, beside {main}",
         info.name,

@@ -24,7 +24,7 @@ use crate::stats::{Counter, bump};
 enum Deferred {
     Complete(usize, Status),
     Ack(AckSend, Comm),
-    Host(crate::host::Action),
+    Host(crate::host_state::Action),
     /// A detached buffered send finished: free its copy (`raw::bsend::finish`).
     Detached(usize),
 }
@@ -36,17 +36,6 @@ pub fn op_error(err: i32) -> OpError {
         e if e == fabric_sys::FI_ECANCELED => OpError::Canceled,
         _ => OpError::Other(err.abs()),
     }
-}
-
-thread_local! {
-    /// The context this thread used last: drained first, as its completions are the
-    /// ones it most likely waits for.
-    static LAST_CTX: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-
-/// Remembers that this thread works on context `c`.
-pub fn note_ctx(c: u32) {
-    LAST_CTX.with(|l| l.set(c));
 }
 
 impl Engine {
@@ -66,7 +55,7 @@ impl Engine {
         if n == 1 {
             return local + self.progress_ctx(0);
         }
-        let first = LAST_CTX.with(std::cell::Cell::get) % n;
+        let first = crate::engine::last_ctx() % n;
         local
             + (0..n)
                 .map(|i| self.progress_ctx((first + i) % n))

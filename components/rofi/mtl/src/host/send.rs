@@ -17,68 +17,15 @@ use rofi_core::host::Envelope;
 use rofi_core::host::send::{Leg, Legs, Path, Step};
 use rofi_core::host::wire::{self, HEADER_LEN};
 
-use super::Action;
 use crate::engine::Engine;
+use crate::host_state::{Action, PendingSend, SendBytes, Waiter};
 use crate::raw::bsend::BsendCopy;
 use crate::raw::context::{Event, OpContext, Target};
-use crate::raw::fabric::{Fabric, Mr};
+use crate::raw::fabric::Fabric;
 use crate::raw::slot::{self, Slot};
 use crate::raw::{Owned, post, procs};
 use crate::request::{Op, RequestState, post_failed_status};
 use crate::stats::{Counter, bump};
-
-/// Who hears of a send's end.
-#[derive(Debug)]
-enum Waiter {
-    /// A blocking send on its caller's stack: 0 pending, 1 done, 2 failed.
-    Local(Arc<AtomicU8>),
-    /// A nonblocking send's request.
-    Request(usize),
-    /// Nobody: a detached send, whose request completed when it was posted. Its end
-    /// frees the bytes (after the locks); a failure is only logged.
-    Detached,
-}
-
-/// The bytes of a send, owned until the provider and the receiver are done with them.
-#[derive(Debug)]
-pub enum SendBytes {
-    /// The user's buffer, or the PML convertor's packed copy of it.
-    Packed(SendBuffer),
-    /// rofi's own copy of a persistent buffered send (a slot of the attached buffer
-    /// or heap memory), freed when dropped.
-    Detached(Box<BsendCopy>),
-}
-
-impl SendBytes {
-    fn bytes(&self) -> (*const u8, usize) {
-        match self {
-            SendBytes::Packed(b) => (b.as_slice().as_ptr(), b.as_slice().len()),
-            SendBytes::Detached(c) => c.bytes(),
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            SendBytes::Packed(b) => b.as_slice(),
-            SendBytes::Detached(c) => c.as_slice(),
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct PendingSend {
-    /// Events still to come: the completion of a sent (not injected) eager message,
-    /// an Ack, a Fin.
-    legs: Legs,
-    /// The registration peers read a large message through, closed when it is dropped
-    /// (before the bytes below: fields drop in order).
-    _mr: Option<Mr>,
-    /// The bytes (the user's, a packed copy or rofi's copy) until the Fin.
-    _bytes: Option<Owned<SendBytes>>,
-    /// A sent eager message (header and payload) and its context, until its completion.
-    message: Option<Owned<(Vec<u8>, Box<OpContext>)>>,
-    waiter: Waiter,
-}
 
 /// What became of a posted send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,8 +132,8 @@ impl Engine {
         let path = Path::of(len, h.eager_max, h.inject_size);
         let mut pending = PendingSend {
             legs: Legs::new(path, sync),
-            _mr: None,
-            _bytes: None,
+            mr: None,
+            bytes: None,
             message: None,
             waiter,
         };
@@ -227,8 +174,8 @@ impl Engine {
                 })?;
                 // Offset 0 of the registration (see `Fabric::register`).
                 inject = wire::encode_rts(env, seq, len as u64, id, 0, mr.key).to_vec();
-                pending._mr = Some(mr);
-                pending._bytes = Some(Owned(bytes));
+                pending.mr = Some(mr);
+                pending.bytes = Some(Owned(bytes));
             }
         }
         let waits = pending.legs.waits();
