@@ -30,6 +30,7 @@ mod ring;
 pub mod rto;
 pub mod seq;
 mod stats;
+mod tail_probe;
 pub mod time;
 mod window;
 pub mod wire;

@@ -12,6 +12,9 @@ pub struct Stats {
     pub num_timeout_retrans: u64,
     /// Segments queued for resend by duplicate ACKs or SACK evidence.
     pub num_fast_retrans: u64,
+    /// Tail-loss probes: the newest unacknowledged segment sent again after a quiet
+    /// probe timeout (`crate::tail_probe`).
+    pub num_tail_probes: u64,
     /// First transmissions of CHUNK segments.
     pub num_chunk_sends: u64,
     /// First transmissions of FRAG segments.
@@ -82,6 +85,7 @@ impl Stats {
             num_resends,
             num_timeout_retrans,
             num_fast_retrans,
+            num_tail_probes,
             num_chunk_sends,
             num_frag_sends,
             num_put_sends,

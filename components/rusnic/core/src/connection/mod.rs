@@ -44,6 +44,7 @@ use crate::reassembly::Reassembly;
 use crate::rto::RttEstimator;
 use crate::seq;
 use crate::stats::Stats;
+use crate::tail_probe::{TailProbe, probe_timeout};
 use crate::time::{Instant, min_deadline};
 use crate::window::recv::RecvWindow;
 use crate::window::send::SendWindow;
@@ -121,6 +122,7 @@ pub struct Connection {
     consecutive_timeouts: u32,
     backoff: Backoff,
     persist: Persist,
+    tail: TailProbe,
     /// A window probe (ACK with ACK_REQ) is due.
     probe_due: bool,
 
@@ -169,6 +171,7 @@ impl Connection {
             consecutive_timeouts: 0,
             backoff: Backoff::new(cfg.backoff_min, cfg.backoff_max),
             persist: Persist::default(),
+            tail: TailProbe::default(),
             probe_due: false,
             rcv: RecvWindow::new(cfg.window, rcv_start),
             reasm: Reassembly::new(cfg.max_reassemblies),
@@ -362,6 +365,9 @@ impl Connection {
         if self.persist.on_timeout(now, self.cfg.rto_max) {
             self.probe_due = true;
         }
+        if self.tail.on_timeout(now) && self.snd.tail_probe() {
+            self.stats.num_tail_probes += 1;
+        }
         if self.rto_deadline.is_some_and(|d| d <= now) {
             let (expired, next) = self.snd.expire(now, self.rtt.rto());
             if expired > 0 {
@@ -385,6 +391,11 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// The tail-loss probe timeout now (`crate::tail_probe`).
+    fn pto(&self) -> Option<u64> {
+        probe_timeout(self.rtt.srtt(), self.cfg.ack_delay, self.rtt.rto())
+    }
+
     /// When `handle_timeout` must be called next; `None` when no timer runs.
     pub fn next_timeout(&self) -> Option<Instant> {
         if self.failed {
@@ -399,6 +410,7 @@ impl Connection {
             self.rto_deadline,
             self.backoff.deadline(),
             self.persist.deadline(),
+            self.tail.deadline(),
         ]
         .into_iter()
         .fold(ack, min_deadline)

@@ -168,6 +168,8 @@ impl Connection {
             if self.snd.in_flight() == 0 {
                 self.rto_deadline = None;
             }
+            let pto = self.pto();
+            self.tail.on_progress(now, self.snd.in_flight() > 0, pto);
         } else if standalone && !window_update && self.snd.in_flight() > 0 {
             self.stats.num_dup_acks += 1;
             if self.snd.dup_ack(u32::from(self.cfg.dup_ack_threshold)) {

@@ -202,6 +202,8 @@ impl Connection {
         }
         let due = now.plus(self.rtt.rto());
         self.rto_deadline = Some(self.rto_deadline.map_or(due, |d| d.min(due)));
+        let pto = self.pto();
+        self.tail.arm(now, pto);
         Some(Transmit {
             channel,
             head,

@@ -221,6 +221,27 @@ impl SendWindow {
         (n, next)
     }
 
+    /// Queues the newest segment not yet acknowledged, SACKed or queued (a tail-loss
+    /// probe, `crate::tail_probe`); returns whether there was one.
+    pub fn tail_probe(&mut self) -> bool {
+        for seq in (self.una..self.nxt).rev() {
+            let Some(seg) = self.ring.get_mut(seq).as_mut() else {
+                continue;
+            };
+            if seg.sacked {
+                continue;
+            }
+            if seg.resend_queued {
+                // Already on its way again: that resend probes as well.
+                return false;
+            }
+            seg.resend_queued = true;
+            self.resend.push_back(seq);
+            return true;
+        }
+        false
+    }
+
     /// Next segment to send again, skipping ones acknowledged since they were queued.
     pub fn pop_resend(&mut self) -> Option<u64> {
         while let Some(seq) = self.resend.pop_front() {
