@@ -416,6 +416,7 @@ fn ompi_info_documents_every_parameter() {
         "rto_max",
         "ack_delay",
         "ack_every",
+        "tail_probe",
         "dup_ack_threshold",
         "max_reassemblies",
         "max_queued",

@@ -439,6 +439,20 @@ fn registry41() -> Vec<BenchConfig> {
         BenchConfig {
             loss: Some(RUSNIC_LOSS),
             ..ours(
+                "rusnic-notlp",
+                &[
+                    ("pml", "ob1"),
+                    ("btl", "self,rusnic"),
+                    ("btl_rusnic_if_include", "lo"),
+                    ("btl_rusnic_tail_probe", "0"),
+                ],
+                "mca_btl_rusnic.so",
+                "rusnic without tail-loss probes: a lost last datagram waits for the retransmission timeout",
+            )
+        },
+        BenchConfig {
+            loss: Some(RUSNIC_LOSS),
+            ..ours(
                 "rusnic-noput",
                 &[
                     ("pml", "ob1"),

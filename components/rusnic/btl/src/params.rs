@@ -50,6 +50,7 @@ pub struct Params {
     pub rto_max_us: Param<i32>,
     pub ack_delay_us: Param<i32>,
     pub ack_every: Param<i32>,
+    pub tail_probe: Param<bool>,
     pub dup_ack_threshold: Param<i32>,
     pub max_reassemblies: Param<i32>,
     pub max_queued: Param<i32>,
@@ -236,6 +237,15 @@ pub fn register(reg: &mut Registrar) {
             1..=32768,
             Level::TUNER_DETAIL,
             "Send an ACK at the latest after this many in-order segments",
+        ),
+        tail_probe: reg.bool(
+            "tail_probe",
+            true,
+            Level::TUNER_DETAIL,
+            "Tail-loss probing: after two smoothed round trips plus ack_delay without an \
+             ACK, send the newest unacknowledged segment again, so a lost last datagram \
+             costs that instead of the retransmission timeout (rto_min at least); false: \
+             only the timeout recovers it",
         ),
         dup_ack_threshold: reg.int(
             "dup_ack_threshold",
@@ -469,6 +479,7 @@ impl Params {
             backoff_min: us(self.backoff_min_us.get()),
             backoff_max: us(self.backoff_max_us.get()),
             max_timeouts: u32::try_from(self.max_timeouts.get()).unwrap_or(0),
+            tail_probe: self.tail_probe.enabled(),
         };
         cfg.validate().map_err(|e| {
             format!(

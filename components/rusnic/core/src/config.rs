@@ -53,6 +53,9 @@ pub struct Config {
     pub backoff_min: u64,
     /// Largest backoff span.
     pub backoff_max: u64,
+    /// Tail-loss probing (`crate::tail_probe`): resend the newest unacknowledged segment
+    /// after two round trips and `ack_delay` of silence, before the retransmission timeout.
+    pub tail_probe: bool,
     /// Consecutive retransmission timeouts without progress before the peer is declared
     /// unreachable; 0 retries forever.
     pub max_timeouts: u32,
@@ -80,6 +83,7 @@ impl Default for Config {
             connectivity_timeout: 250 * MS,
             backoff_min: 100 * US,
             backoff_max: 100 * MS,
+            tail_probe: true,
             max_timeouts: 0,
         }
     }

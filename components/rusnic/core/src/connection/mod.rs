@@ -393,6 +393,9 @@ impl Connection {
 
     /// The tail-loss probe timeout now (`crate::tail_probe`).
     fn pto(&self) -> Option<u64> {
+        if !self.cfg.tail_probe {
+            return None;
+        }
         probe_timeout(self.rtt.srtt(), self.cfg.ack_delay, self.rtt.rto())
     }
 
