@@ -143,8 +143,8 @@ conformance_suite!(
     skip: ["p2p_matching"]
 );
 
-// shm, single node. On libfabric < 1.19 (this machine's 1.17) through host matching,
-// as its tagged matching is broken there (shm_gets_host_matching_for_its_known_defect):
+// shm, single node. Through host matching, as its tagged matching fails rofi's
+// matching probe (shm_gets_host_matching_for_the_checks_its_matching_probe_fails):
 // the whole suite, 2 and 4 ranks. The stock OFI MTL declines shm.
 conformance_suite!(rofi_shm, rofi_on("shm"), skip: []);
 
@@ -231,9 +231,40 @@ fn default_selection_is_tcp_rxm_with_the_full_layout() {
         "{}",
         out.report()
     );
+    // Its tagged matching was checked once per rank before it was used.
+    assert_eq!(
+        log.matches("mtl:rofi: matching probe of tcp;ofi_rxm [")
+            .count(),
+        2,
+        "{}",
+        out.report()
+    );
+    assert!(log.contains("): all 7 checks passed"), "{}", out.report());
     assert!(
         log.contains("ssend_acks_sent=") && !log.contains("ssend_acks_sent=0 "),
         "no ACK counted at finalize: {}",
+        out.report()
+    );
+}
+
+/// `mtl_rofi_matching_probe 0` trusts the provider: no probe runs, and tcp;ofi_rxm is
+/// used natively as before.
+#[test]
+fn matching_probe_off_trusts_the_provider() {
+    let out = Job::new(
+        &rofi()
+            .with("mtl_rofi_verbose", "1")
+            .with("mtl_rofi_matching_probe", "0"),
+        2,
+        program("ssend_mrecv"),
+    )
+    .timeout(Duration::from_secs(120))
+    .run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        !log.contains("matching probe") && log.contains("tag layout ofi_tag_full"),
+        "{}",
         out.report()
     );
 }
@@ -523,15 +554,17 @@ fn libfabric_version() -> (u32, u32) {
     (parts.next().unwrap(), parts.next().unwrap())
 }
 
-/// shm before libfabric 1.19 matches unexpected tagged messages with a stale ignore
-/// mask (MPI_Ssend after a synchronous-send ACK hangs, MPI_ANY_TAG misses or takes the
-/// wrong message) and ignores FI_PEEK/FI_CLAIM; later ones (checked on 2.1, see
-/// tests/libfabric2.rs) lose the source of truncated messages. rofi matches messages
-/// itself on shm (host matching, said at verbose 1), and with
-/// `mtl_rofi_host_matching never` refuses shm with the reason.
+/// shm's tagged matching as rofi's matching probe finds it, and what rofi does with
+/// the finding: before libfabric 1.19 (this machine's 1.17) shm matches unexpected
+/// messages with a stale ignore mask (a receive with ignore bits never takes one, an
+/// exact receive takes another tag's), treats FI_PEEK and FI_CLAIM as receives into
+/// no buffer and loses the CQ data of truncated receives; later ones (checked on 2.1,
+/// tests/libfabric2.rs) only the last. The verbose output names each failed check with
+/// what was seen; rofi matches messages itself on shm (host matching), and with
+/// `mtl_rofi_host_matching never` refuses shm naming the failed checks.
 /// (The stock OFI MTL never selects shm: its hints ask for FI_REMOTE_COMM.)
 #[test]
-fn shm_gets_host_matching_for_its_known_defect() {
+fn shm_gets_host_matching_for_the_checks_its_matching_probe_fails() {
     let (out, never) = verbose_and_never_host_matching(rofi_on("shm"));
     let log = format!("{}{}", out.stdout, out.stderr);
     assert!(
@@ -539,10 +572,49 @@ fn shm_gets_host_matching_for_its_known_defect() {
         "{}",
         out.report()
     );
-    let why = if libfabric_version() < (1, 19) {
-        "shm [shm]: rejected: libfabric < 1.19's shm matches unexpected"
+    let (failed, passed): (&[&str], &[&str]) = if libfabric_version() < (1, 19) {
+        (
+            &[
+                "6 of 7 checks failed",
+                "FAIL ignore_after_exact: timed out waiting for the completion of tag 0x142",
+                "FAIL exact_after_any: got a completion for receive 0 with tag 0x20",
+                "FAIL peek: got an FI_ETRUNC error entry",
+                "FAIL peek_claim: ",
+                "FAIL truncation_posted: ",
+                "FAIL truncation_unexpected: ",
+            ],
+            &["remote_cq_data"],
+        )
     } else {
-        "shm [shm]: rejected: libfabric's shm (checked up to 2.1) loses the remote CQ data"
+        (
+            &[
+                "2 of 7 checks failed",
+                "FAIL truncation_posted: ",
+                "FAIL truncation_unexpected: ",
+            ],
+            &["FAIL ignore_after_exact", "FAIL peek", "remote_cq_data"],
+        )
+    };
+    // Once per rank (query and init share the finding).
+    assert_eq!(
+        log.matches("mtl:rofi: matching probe of shm [shm] on libfabric ")
+            .count(),
+        2,
+        "{}",
+        out.report()
+    );
+    for line in failed {
+        assert!(log.contains(line), "{line:?} missing: {}", out.report());
+    }
+    for check in passed {
+        assert!(!log.contains(check), "{check:?} failed: {}", out.report());
+    }
+    let why = if libfabric_version() < (1, 19) {
+        "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: \
+         ignore_after_exact (receives with ignore bits miss unexpected messages"
+    } else {
+        "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: \
+         truncation_posted, truncation_unexpected"
     };
     assert_refused_with(
         &never,
