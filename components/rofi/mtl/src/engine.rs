@@ -192,7 +192,30 @@ impl Engine {
             .iter()
             .map(|&p| crate::raw::modex::recv(p))
             .collect::<Result<Vec<_>>>()?;
-        let names: Vec<&[u8]> = published.iter().map(|(n, _)| n.as_slice()).collect();
+        if let Some(&(_, _, theirs)) = published.iter().find(|(_, _, h)| *h != self.host.is_some())
+        {
+            // Each process decided by its own matching probe; a probe that failed in
+            // one process only (a completion slower than its bound) must end the job
+            // with the reason, not in a hang between two protocols.
+            let why = format!(
+                "this process {} and a peer {}: their matching probes (or settings) disagreed (see \
+                 mtl_rofi_verbose 1; mtl_rofi_host_matching always or never, or \
+                 mtl_rofi_matching_probe 0, make every process decide alike)",
+                if self.host.is_some() {
+                    "matches messages itself (host matching)"
+                } else {
+                    "uses the provider's tagged matching"
+                },
+                if theirs {
+                    "matches messages itself"
+                } else {
+                    "uses tagged matching"
+                },
+            );
+            mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&why]);
+            return Err(Error::UNREACH);
+        }
+        let names: Vec<&[u8]> = published.iter().map(|(n, _, _)| n.as_slice()).collect();
         let insert = |bytes: &[u8], count: usize| {
             self.fabric.av_insert(bytes, count).map_err(|e| {
                 mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&e]);
@@ -210,7 +233,7 @@ impl Engine {
             }
             addrs
         };
-        for ((&p, addr), (_, ctxts)) in fresh.iter().zip(addrs).zip(&published) {
+        for ((&p, addr), (_, ctxts, _)) in fresh.iter().zip(addrs).zip(&published) {
             procs::record(
                 p,
                 Peer {

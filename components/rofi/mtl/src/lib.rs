@@ -357,7 +357,7 @@ impl MtlComponent for Rofi {
             mca::help::show_help("help-mtl-rofi.txt", "init failed", true, &[&info.name, &e]);
             Error::NOT_AVAILABLE
         })?;
-        raw::modex::send(&name, contexts.num_ctxts())?;
+        raw::modex::send(&name, contexts.num_ctxts(), chosen.host_matching)?;
         register_shm_cleanup(&info.core_name(), &name);
         let layout = chosen.layout;
         let host = if chosen.host_matching {

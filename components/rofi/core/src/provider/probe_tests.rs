@@ -17,6 +17,8 @@ struct Defects {
     trunc_loses_data: bool,
     /// A provider whose completions never come (a hang the probe must bound).
     silent: bool,
+    /// Peeks that find nothing before messages "arrive" (a loaded machine).
+    late_peeks: u32,
 }
 
 struct Msg {
@@ -130,6 +132,18 @@ impl Model {
                     .unexpected
                     .iter()
                     .position(|m| Self::matches(tag, mask, m) && m.claimed == want_claimed);
+                if real && flags.peek && self.d.late_peeks > 0 {
+                    self.d.late_peeks -= 1;
+                    self.cq.push_back(Completion {
+                        slot: Some(slot),
+                        tag: 0,
+                        len: 0,
+                        data: None,
+                        payload: None,
+                        error: Some((ErrKind::NoMessage, 0)),
+                    });
+                    return Observed::Posted;
+                }
                 match (real && flags.peek, found) {
                     (true, Some(i)) => {
                         let m = &mut self.unexpected[i];
@@ -201,6 +215,7 @@ const SHM_1_17: Defects = Defects {
     peek_receives: true,
     trunc_loses_data: true,
     silent: false,
+    late_peeks: 0,
 };
 
 #[test]
@@ -330,4 +345,21 @@ fn the_reason_names_each_failed_check_and_what_mpi_would_get_wrong() {
     assert_eq!(CheckSet::default().to_string(), "");
     assert!(CheckSet::of(&[Check::Peek]).contains(Check::Peek));
     assert!(!CheckSet::of(&[Check::Peek]).contains(Check::PeekClaim));
+}
+
+#[test]
+fn a_peek_before_the_message_arrived_is_repeated_a_bounded_number_of_times() {
+    let late = |n| Defects {
+        late_peeks: n,
+        ..Defects::default()
+    };
+    assert_eq!(probe(late(3), ProbeConfig::default()), Ok(()));
+    assert_eq!(probe(late(PEEK_RETRIES), ProbeConfig::default()), Ok(()));
+    let v = probe(late(PEEK_RETRIES + 1), ProbeConfig::default());
+    assert_eq!(failed(&v), ["peek", "peek_claim"]);
+    assert!(
+        v.unwrap_err()[0]
+            .why
+            .contains("got an FI_ENOMSG error entry for receive 2"),
+    );
 }

@@ -2,16 +2,18 @@
 //! of endpoints of one provider: the clock, the endpoints and the buffers the core's
 //! script leaves to the glue.
 //!
-//! Each check gets a fresh pair, each side with its own fabric and domain
-//! ([`Fabric::open`] per side: lnx cannot open two domains on one fabric), so one
-//! check's leftovers cannot decide another's. Both endpoints are driven from this
+//! Each side of a pair has its own fabric and domain ([`Fabric::open`] per side: lnx
+//! cannot open two domains on one fabric). Checks share a pair while they pass; after
+//! a failed check the pair is closed and the next check gets a fresh one, so a
+//! failure's leftovers cannot decide another check. Both endpoints are driven from this
 //! thread (manual progress); every wait is bounded, so a completion that never comes
-//! is a failed check, not a hang. Everything is closed before the check's memory is
-//! freed, and shm regions left in /dev/shm are removed.
+//! is a failed check, not a hang. Everything is closed before the memory handed to
+//! libfabric is freed, and shm regions left in /dev/shm are removed.
 //!
 //! INVARIANT: the buffers and contexts handed to libfabric belong to an [`Arena`] that
-//! outlives both endpoints of its check (declared before them, so dropped after they
-//! are closed); the probe reads a slot's buffer only after that slot's completion.
+//! outlives both endpoints it serves ([`Open`] drops its pair first); the probe reads
+//! a slot's buffer only after that slot's completion, and the script posts a slot again
+//! only after its completion (a check ends at its first failure).
 
 use std::time::{Duration, Instant};
 
@@ -24,14 +26,19 @@ use rofi_core::provider::probe::{
 use super::context::{OpContext, Target};
 use super::fabric::{ADDR_ANY, CqRead, EAGAIN, Fabric, InfoList, Shape, empty_entry};
 
-/// How long a step may wait for a completion that must come. Loopback in one process
-/// completes in microseconds (milliseconds for tcp's first connection); the bound only
-/// matters when a provider never completes (1.17's shm in `ignore_after_exact`).
-const WAIT: Duration = Duration::from_millis(500);
-/// How long what was sent is given to arrive before the receive is posted.
-const SETTLE: Duration = Duration::from_millis(2);
+/// How long a step may wait for a completion that must come: this long *and* this many
+/// polls of both endpoints. Loopback in one process completes in microseconds
+/// (milliseconds for tcp's first connection); the bound only matters when a provider
+/// never completes (1.17's shm in `ignore_after_exact`). The poll count keeps a process
+/// that hardly gets the CPU (ranks and other jobs on few cores: one such run failed
+/// tcp;ofi_rxm's rendezvous truncation after 500 ms) from calling a slow completion
+/// missing; a false failure would give one rank host matching and its peers not.
+const WAIT: (Duration, u32) = (Duration::from_millis(500), 20_000);
+/// How long what was sent is given to arrive before the receive is posted (a peek that
+/// finds nothing yet settles again: `PEEK_RETRIES` in the core).
+const SETTLE: (Duration, u32) = (Duration::from_millis(2), 200);
 /// How long a receive that must not complete is watched.
-const QUIET: Duration = Duration::from_millis(10);
+const QUIET: (Duration, u32) = (Duration::from_millis(10), 1_000);
 /// Receive slots the script uses (0..SLOTS).
 const SLOTS: usize = 3;
 
@@ -180,14 +187,17 @@ impl Pair {
         }
     }
 
-    /// Polls until `b` completes something or `limit` passes.
-    fn wait(&self, arena: &Arena, limit: Duration) -> Observed {
-        let end = Instant::now() + limit;
+    /// Polls until `b` completes something, or both `limit.0` has passed and `limit.1`
+    /// polls were made.
+    fn wait(&self, arena: &Arena, limit: (Duration, u32)) -> Observed {
+        let end = Instant::now() + limit.0;
+        let mut polls = 0u32;
         loop {
             if let Some(seen) = self.poll(arena) {
                 return seen;
             }
-            if Instant::now() >= end {
+            polls = polls.saturating_add(1);
+            if polls >= limit.1 && Instant::now() >= end {
                 return Observed::Quiet;
             }
         }
@@ -195,13 +205,15 @@ impl Pair {
 
     /// Retries a post while the provider says FI_EAGAIN, progressing both sides.
     fn post(&self, arena: &Arena, what: &str, mut call: impl FnMut() -> isize) -> Observed {
-        let end = Instant::now() + WAIT;
+        let end = Instant::now() + WAIT.0;
+        let mut tries = 0u32;
         loop {
             let rc = call();
             if rc == 0 {
                 return Observed::Posted;
             }
-            if rc != EAGAIN || Instant::now() >= end {
+            tries = tries.saturating_add(1);
+            if rc != EAGAIN || (tries >= WAIT.1 && Instant::now() >= end) {
                 return Observed::PostFailed(format!("{what}: {}", super::fabric::strerror(rc)));
             }
             // A completion read here would be lost to the script: keep it for nobody
