@@ -235,12 +235,22 @@ fn probe(list: &InfoList, index: usize, info: &ProviderInfo, p: &params::Params)
     let ms = started.elapsed().as_secs_f64() * 1e3;
     let (major, minor) = raw::fabric::runtime_version();
     let (matching, found) = match report {
-        raw::probe::Report::Ran(results) => {
+        raw::probe::Report::Ran { results, skipped } => {
             let v = verdict(&results);
+            let not_run = if skipped.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<&str> = skipped.iter().map(|c| c.name()).collect();
+                format!(
+                    " ({} not run after a failed matching check)",
+                    names.join(", ")
+                )
+            };
             let found = match &v {
                 Ok(()) => format!("all {} checks passed", results.len()),
                 Err(failed) => format!(
-                    "{} of {} checks failed, rofi will not use its tagged matching:\n{}",
+                    "{} of {} checks failed{not_run}, rofi will not use its tagged \
+                     matching:\n{}",
                     failed.len(),
                     results.len(),
                     failed

@@ -85,6 +85,16 @@ impl Check {
         }
     }
 
+    /// Whether the check runs after a matching check (one for which this is true)
+    /// failed. The truncation checks do not: the verdict is "wrong" either way, and a
+    /// provider already found wrong in matching is not driven down its truncation path,
+    /// where 2.1's lnx crashes inside libfabric (`smr_unexp_start`, truncating a large
+    /// unexpected message; a crash cannot be reported as a failed check).
+    #[must_use]
+    pub const fn runs_after_a_failure(self) -> bool {
+        !matches!(self, Check::TruncationPosted | Check::TruncationUnexpected)
+    }
+
     const fn bit(self) -> u8 {
         1 << self as u8
     }

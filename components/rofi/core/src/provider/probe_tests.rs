@@ -363,3 +363,13 @@ fn a_peek_before_the_message_arrived_is_repeated_a_bounded_number_of_times() {
             .contains("got an FI_ENOMSG error entry for receive 2"),
     );
 }
+
+#[test]
+fn only_the_truncation_checks_wait_for_the_others_to_pass() {
+    let after: Vec<&str> = Check::ALL
+        .iter()
+        .filter(|c| !c.runs_after_a_failure())
+        .map(|c| c.name())
+        .collect();
+    assert_eq!(after, ["truncation_posted", "truncation_unexpected"]);
+}

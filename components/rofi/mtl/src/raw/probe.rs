@@ -45,8 +45,12 @@ const SLOTS: usize = 3;
 /// What the probe found.
 #[derive(Debug)]
 pub enum Report {
-    /// Every check ran: its result.
-    Ran(Vec<(Check, Option<Result<(), String>>)>),
+    /// The result of every check that ran, and the checks not run after a failed
+    /// matching check ([`Check::runs_after_a_failure`]).
+    Ran {
+        results: Vec<(Check, Option<Result<(), String>>)>,
+        skipped: Vec<Check>,
+    },
     /// No loopback pair could be opened or connected: why.
     NoLoopback(String),
 }
@@ -317,7 +321,8 @@ struct Open {
 /// the next check too.
 pub fn run(list: &InfoList, index: usize, info: &ProviderInfo, cfg: ProbeConfig) -> Report {
     let room = cfg.trunc_room.max(4);
-    let mut results = Vec::new();
+    let mut results: Vec<(Check, Option<Result<(), String>>)> = Vec::new();
+    let mut skipped = Vec::new();
     let mut open: Option<Open> = None;
     let close = |o: Open| {
         let names = o.pair.names.clone();
@@ -325,6 +330,13 @@ pub fn run(list: &InfoList, index: usize, info: &ProviderInfo, cfg: ProbeConfig)
         remove_shm_regions(info, &names);
     };
     for check in Check::ALL {
+        let failed = results
+            .iter()
+            .any(|(c, r)| c.runs_after_a_failure() && !matches!(r, Some(Ok(()))));
+        if failed && !check.runs_after_a_failure() {
+            skipped.push(check);
+            continue;
+        }
         let mut o = match open.take() {
             Some(o) => o,
             None => {
@@ -351,5 +363,5 @@ pub fn run(list: &InfoList, index: usize, info: &ProviderInfo, cfg: ProbeConfig)
     if let Some(o) = open {
         close(o);
     }
-    Report::Ran(results)
+    Report::Ran { results, skipped }
 }
