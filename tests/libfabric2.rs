@@ -227,15 +227,14 @@ suite_on_libfabric2!(
     programs: [p2p_sizes, p2p_matching, p2p_probe, ssend_mrecv, p2p_cancel_trunc, p2p_status]
 );
 
-/// rofi on 2.1's shm: host matching by default, and refused with the reason when told
-/// never to match itself (native matching would report MPI_SOURCE 0 for a truncated
-/// message: the error entry has the tag but remote CQ data 0, tests/libfabric/
-/// shm_matching.c truncation_*; with the source in the tag instead, truncated receives
-/// complete with length 0 and a truncating MPI_Mrecv crashes inside shm). When the
-/// shm_matching test shows truncation fixed, the rule in rofi-core's
-/// provider::select::known_defect can be versioned.
+/// rofi on 2.1's shm: its matching probe finds only the truncation checks failing
+/// (the error entry has the tag but remote CQ data 0, as tests/libfabric/
+/// shm_matching.c truncation_* shows; with the source in the tag instead, truncated
+/// receives complete with length 0 and a truncating MPI_Mrecv crashes inside shm), so
+/// host matching by default, and refused naming those checks when told never to match
+/// itself. A libfabric that fixes truncation passes the probe and gets native matching.
 #[test]
-fn shm_on_2_1_gets_host_matching_and_never_is_refused_with_the_reason() {
+fn shm_on_2_1_fails_only_the_truncation_checks_and_gets_host_matching() {
     let Some(lf) = libfabric2() else { return };
     let out = Job::new(
         &lf.on(rofi_on("shm").with("mtl_rofi_verbose", "1")),
@@ -246,7 +245,16 @@ fn shm_on_2_1_gets_host_matching_and_never_is_refused_with_the_reason() {
     .run();
     out.assert_passed();
     assert!(
-        out.stderr.contains("using shm [shm], host matching"),
+        out.stderr.contains("using shm [shm], host matching")
+            && out
+                .stderr
+                .contains("mtl:rofi: matching probe of shm [shm] on libfabric 2.1 (")
+            && out.stderr.contains("2 of 7 checks failed")
+            && out
+                .stderr
+                .contains("FAIL truncation_posted: got an FI_ETRUNC error entry")
+            && out.stderr.contains("FAIL truncation_unexpected: ")
+            && !out.stderr.contains("FAIL peek"),
         "{}",
         out.report()
     );
@@ -261,7 +269,10 @@ fn shm_on_2_1_gets_host_matching_and_never_is_refused_with_the_reason() {
     assert!(
         !never.succeeded()
             && !never.timed_out
-            && log.contains("shm [shm]: rejected: libfabric's shm (checked up to 2.1) loses"),
+            && log.contains(
+                "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: \
+                 truncation_posted, truncation_unexpected (truncated receives lose"
+            ),
         "{}",
         never.report()
     );
@@ -496,11 +507,12 @@ fn matching_checks(program: &Path, lib: Option<&Path>, provider: &str) -> Vec<(S
 /// What lnx links (FI_LNX_PROV_LINKS): shm on this host, tcp;ofi_rxm to others.
 const LNX_LINKS: &str = "shm+tcp";
 
-/// rofi on libfabric 2.1's lnx provider: lnx passes probes on as receives (see the
-/// shm_matching test), and rofi's own matching needs untagged messages and injected
-/// headers, which lnx lacks (its msg operations are fi_no_*, its inject size 0), so
-/// rofi refuses it at selection with both reasons, and the job ends (no hang, no crash
-/// inside lnx).
+/// rofi on libfabric 2.1's lnx provider: rofi's matching probe finds that lnx passes
+/// probes on as receives (as the shm_matching test does; the truncation checks are then
+/// not run: truncating a large unexpected message crashes lnx), and rofi's own matching needs untagged messages and
+/// injected headers, which lnx lacks (its msg operations are fi_no_*, its inject size
+/// 0), so rofi refuses it at selection with both reasons, and the job ends (no hang, no
+/// crash inside lnx).
 #[test]
 fn lnx_is_refused_with_the_reason() {
     let Some(lf) = libfabric2() else { return };
@@ -513,8 +525,12 @@ fn lnx_is_refused_with_the_reason() {
     let log = format!("{}{}", out.stdout, out.stderr);
     assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
     assert!(
-        log.contains("shm+tcp;ofi_rxm:lnx [ofi_lnx_fabric]: rejected: libfabric's lnx")
-            && log.contains("treats FI_PEEK and FI_CLAIM as plain")
+        log.contains(
+            "shm+tcp;ofi_rxm:lnx [ofi_lnx_fabric]: rejected: rofi's matching probe found its \
+             tagged matching wrong: peek (FI_PEEK takes or misses messages (MPI_Iprobe)), \
+             peek_claim"
+        ) && log.contains("rofi would match messages itself, but the provider lacks")
+            && !log.contains("Segmentation fault")
             && log.contains("rofi would match messages itself, but the provider lacks"),
         "{}",
         out.report()
@@ -538,15 +554,17 @@ fn expect(passed: [bool; 7]) -> Vec<(String, bool)> {
     .collect()
 }
 
-/// The question behind rofi's host matching (`known_defect` in
-/// components/rofi/core/src/provider/select.rs), against libfabric directly:
+/// The question rofi's matching probe asks at run time (the same checks:
+/// components/rofi/core/src/provider/probe.rs), against libfabric directly:
 /// - 1.17's shm gets all matching wrong: a receive with ignore bits never matches an
 ///   unexpected message, an exact receive takes another tag's message, FI_PEEK and
 ///   FI_PEEK|FI_CLAIM consume the message as a zero-byte receive (FI_ETRUNC); its
 ///   truncation error entries have remote CQ data 0 (and -FI_ETRUNC). Remote CQ
 ///   data of a completed receive is right.
 /// - 1.17's tcp;ofi_rxm (control) passes all but one: after a posted receive is
-///   truncated, the next message is never delivered.
+///   truncated, the next message is never delivered. rofi never lets rxm truncate an
+///   eager message (receives smaller than mtl_rofi_rxm_min_recv get a bounce buffer),
+///   so its probe checks truncation at that size, which 1.17's rxm passes.
 /// - 2.1's shm matches correctly (ignore masks, FI_PEEK, FI_CLAIM, remote CQ data)
 ///   but still loses the remote CQ data of truncated receives (flag set, data 0).
 /// - 2.1's tcp;ofi_rxm passes everything.

@@ -143,8 +143,8 @@ conformance_suite!(
     skip: ["p2p_matching"]
 );
 
-// shm, single node. On libfabric < 1.19 (this machine's 1.17) through host matching,
-// as its tagged matching is broken there (shm_gets_host_matching_for_its_known_defect):
+// shm, single node. Through host matching, as its tagged matching fails rofi's
+// matching probe (shm_gets_host_matching_for_the_checks_its_matching_probe_fails):
 // the whole suite, 2 and 4 ranks. The stock OFI MTL declines shm.
 conformance_suite!(rofi_shm, rofi_on("shm"), skip: []);
 
@@ -231,11 +231,32 @@ fn default_selection_is_tcp_rxm_with_the_full_layout() {
         "{}",
         out.report()
     );
+    // Its tagged matching was checked once per rank before it was used.
+    assert_eq!(
+        log.matches("mtl:rofi: matching probe of tcp;ofi_rxm [")
+            .count(),
+        2,
+        "{}",
+        out.report()
+    );
+    assert!(log.contains("): all 7 checks passed"), "{}", out.report());
     assert!(
         log.contains("ssend_acks_sent=") && !log.contains("ssend_acks_sent=0 "),
         "no ACK counted at finalize: {}",
         out.report()
     );
+}
+
+/// `mtl_rofi_matching_probe 0` trusts the provider: no probe, tcp;ofi_rxm natively.
+#[test]
+fn matching_probe_off_trusts_the_provider() {
+    let config = rofi().with("mtl_rofi_verbose", "1");
+    let config = config.with("mtl_rofi_matching_probe", "0");
+    let out = Job::new(&config, 2, program("ssend_mrecv")).run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    let native = !log.contains("matching probe") && log.contains("tag layout ofi_tag_full");
+    assert!(native, "{}", out.report());
 }
 
 /// Both provider lists set: registration refuses with a message naming both, and
@@ -523,31 +544,52 @@ fn libfabric_version() -> (u32, u32) {
     (parts.next().unwrap(), parts.next().unwrap())
 }
 
-/// shm before libfabric 1.19 matches unexpected tagged messages with a stale ignore
-/// mask (MPI_Ssend after a synchronous-send ACK hangs, MPI_ANY_TAG misses or takes the
-/// wrong message) and ignores FI_PEEK/FI_CLAIM; later ones (checked on 2.1, see
-/// tests/libfabric2.rs) lose the source of truncated messages. rofi matches messages
-/// itself on shm (host matching, said at verbose 1), and with
-/// `mtl_rofi_host_matching never` refuses shm with the reason.
+/// shm's tagged matching as rofi's matching probe finds it: before libfabric 1.19 (this
+/// machine's 1.17) a receive with ignore bits never takes an unexpected message, an
+/// exact receive takes another tag's, FI_PEEK/FI_CLAIM are receives into no buffer (the
+/// truncation checks are then not run); later ones (2.1, tests/libfabric2.rs) lose
+/// the CQ data of truncated receives. The verbose output names each failed check (once
+/// per rank), rofi matches messages itself on shm, and `never` refuses shm naming them.
 /// (The stock OFI MTL never selects shm: its hints ask for FI_REMOTE_COMM.)
 #[test]
-fn shm_gets_host_matching_for_its_known_defect() {
+fn shm_gets_host_matching_for_the_checks_its_matching_probe_fails() {
     let (out, never) = verbose_and_never_host_matching(rofi_on("shm"));
     let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(
-        log.contains("using shm [shm], host matching (eager up to 16320 B, then fi_read)"),
-        "{}",
-        out.report()
-    );
-    let why = if libfabric_version() < (1, 19) {
-        "shm [shm]: rejected: libfabric < 1.19's shm matches unexpected"
+    let old = libfabric_version() < (1, 19);
+    let mut expected = vec!["using shm [shm], host matching (eager up to 16320 B, then fi_read)"];
+    if !old {
+        expected.extend([
+            "2 of 7 checks failed",
+            "FAIL truncation_posted: got an FI_ETRUNC error entry",
+            "FAIL truncation_unexpected: ",
+        ]);
     } else {
-        "shm [shm]: rejected: libfabric's shm (checked up to 2.1) loses the remote CQ data"
+        expected.extend([
+            "4 of 5 checks failed (truncation_posted, truncation_unexpected not run after \
+             a failed matching check)",
+            "FAIL ignore_after_exact: timed out waiting for the completion of tag 0x142",
+            "FAIL exact_after_any: got a completion for receive 0 with tag 0x20",
+            "FAIL peek: got an FI_ETRUNC error entry",
+            "FAIL peek_claim: ",
+        ]);
+    }
+    let probes = log.matches("mtl:rofi: matching probe of shm [shm] on libfabric ");
+    assert_eq!(probes.count(), 2, "{}", out.report());
+    for line in expected {
+        assert!(log.contains(line), "{line:?} missing: {}", out.report());
+    }
+    assert!(!log.contains("FAIL remote_cq_data"), "{}", out.report());
+    let why = if old {
+        "ignore_after_exact (receives with ignore bits miss unexpected messages"
+    } else {
+        "truncation_posted, truncation_unexpected"
     };
     assert_refused_with(
         &never,
         &[
-            why,
+            &format!(
+                "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: {why}"
+            ),
             "mtl_rofi_host_matching never forbids working around it",
         ],
     );

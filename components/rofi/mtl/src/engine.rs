@@ -248,6 +248,31 @@ impl Engine {
             .iter()
             .map(|&p| crate::raw::modex::recv(p))
             .collect::<Result<Vec<_>>>()?;
+        if let Some((theirs, _)) = published
+            .iter()
+            .find(|(p, _)| p.host_matching != self.host.is_some())
+        {
+            // Each process decided by its own matching probe; a probe that failed in
+            // one process only (a completion slower than its bound) must end the job
+            // with the reason, not in a hang between two protocols.
+            let why = format!(
+                "this process {} and a peer {}: their matching probes (or settings) disagreed (see \
+                 mtl_rofi_verbose 1; mtl_rofi_host_matching always or never, or \
+                 mtl_rofi_matching_probe 0, make every process decide alike)",
+                if self.host.is_some() {
+                    "matches messages itself (host matching)"
+                } else {
+                    "uses the provider's tagged matching"
+                },
+                if theirs.host_matching {
+                    "matches messages itself"
+                } else {
+                    "uses tagged matching"
+                },
+            );
+            mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&why]);
+            return Err(Error::UNREACH);
+        }
         // A peer on this node goes through the local rail when both ends opened one;
         // otherwise (it did not, or we did not) through the main one, as it decides
         // the same way about us.

@@ -25,7 +25,10 @@ use mca::mtl::{Comm, Mtl, MtlComponent, MtlLimits, MtlModule, SendMode, Status};
 use mca::output::Stream;
 use mca::params::Registrar;
 use mca::{Error, Result, sys, verbose};
-use rofi_core::provider::{HostMatching, Requirements, Selection, select};
+use rofi_core::provider::probe::{Matching, ProbeConfig, Unverified, verdict};
+use rofi_core::provider::{
+    HostMatching, ProviderInfo, Requirements, Selection, select, wants_probe,
+};
 use rofi_core::sync::SendLimits;
 
 use engine::Engine;
@@ -127,7 +130,6 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
         thread_multiple,
         single_node: single_node(),
         sep,
-        libfabric: Some(raw::fabric::runtime_version()),
         // Two providers side by side share rofi's own matching (`local`).
         host_matching: if p.local_provider().is_some() {
             HostMatching::Always
@@ -155,13 +157,13 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
     // carry the source in the tag still work.
     for directed_recv in [true, false] {
         let list = discover(directed_recv, always)?;
-        let selection = select(&list.entries(), &p.filter(), &req);
+        let selection = select_probed(&list, p, &req);
         match selection.chosen {
             // Host matching needs untagged messages and reads: ask again for those
             // (asking always would hide providers without them from tagged use).
             Some(c) if c.host_matching && !always => {
                 let with_msg = discover(directed_recv, true)?;
-                let again = select(&with_msg.entries(), &p.filter(), &req);
+                let again = select_probed(&with_msg, p, &req);
                 if again.chosen.is_some_and(|c| c.host_matching) {
                     return Ok((with_msg, again));
                 }
@@ -174,6 +176,112 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
         }
     }
     last.ok_or(Error::NOT_AVAILABLE)
+}
+
+/// What the matching probe found per provider in this process, by (name, fabric,
+/// domain): query() and init() both choose, from lists discovered with different hints,
+/// and a provider is probed once.
+static PROBED: std::sync::Mutex<Vec<(ProbeKey, Matching)>> = std::sync::Mutex::new(Vec::new());
+
+/// A provider entry's (name, fabric, domain).
+type ProbeKey = (String, String, String);
+
+fn probe_key(info: &ProviderInfo) -> ProbeKey {
+    (info.name.clone(), info.fabric.clone(), info.domain.clone())
+}
+
+/// `list`'s entries with what the probe found for them.
+fn probed_entries(list: &InfoList) -> Vec<ProviderInfo> {
+    let probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut entries = list.entries();
+    for e in &mut entries {
+        let key = probe_key(e);
+        if let Some((_, m)) = probed.iter().find(|(k, _)| *k == key) {
+            e.matching = *m;
+        }
+    }
+    entries
+}
+
+/// Selects from `list`; a choice whose tagged matching would be used natively and has
+/// not been checked is probed first and selection runs again with the finding (which may
+/// then give it host matching, or, under `never`, pass it over for the next candidate,
+/// probed in turn). Ends: every round probes another candidate.
+fn select_probed(list: &InfoList, p: &params::Params, req: &Requirements) -> Selection {
+    loop {
+        let entries = probed_entries(list);
+        let selection = select(&entries, &p.filter(), req);
+        match selection.chosen {
+            Some(c) if p.matching_probe.enabled() && wants_probe(&entries[c.index], &c) => {
+                let matching = probe(list, c.index, &entries[c.index], p);
+                PROBED
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((probe_key(&entries[c.index]), matching));
+            }
+            _ => return selection,
+        }
+    }
+}
+
+/// Runs the matching probe on entry `index` of `list` and says what it found (and how
+/// long it took) at verbose 1.
+fn probe(list: &InfoList, index: usize, info: &ProviderInfo, p: &params::Params) -> Matching {
+    let cfg = ProbeConfig {
+        cq_data: info.cq_data_size >= 4,
+        // rofi posts receives smaller than this into bounce buffers on ofi_rxm (see
+        // `min_landing` in init), so smaller truncations never reach the provider.
+        trunc_room: if info.name.to_ascii_lowercase().contains("ofi_rxm") {
+            p.rxm_min_recv.get()
+        } else {
+            4
+        },
+    };
+    let started = std::time::Instant::now();
+    let report = raw::probe::run(list, index, info, cfg);
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    let (major, minor) = raw::fabric::runtime_version();
+    let (matching, found) = match report {
+        raw::probe::Report::Ran { results, skipped } => {
+            let v = verdict(&results);
+            let not_run = if skipped.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<&str> = skipped.iter().map(|c| c.name()).collect();
+                format!(
+                    " ({} not run after a failed matching check)",
+                    names.join(", ")
+                )
+            };
+            let found = match &v {
+                Ok(()) => format!("all {} checks passed", results.len()),
+                Err(failed) => format!(
+                    "{} of {} checks failed{not_run}, rofi will not use its tagged \
+                     matching:\n{}",
+                    failed.len(),
+                    results.len(),
+                    failed
+                        .iter()
+                        .map(|f| format!("    FAIL {f}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+            };
+            (Matching::of_verdict(&v), found)
+        }
+        raw::probe::Report::NoLoopback(why) => (
+            Matching::Unverified(Unverified::NoLoopback),
+            format!("could not open a loopback pair of endpoints ({why}): unverified"),
+        ),
+    };
+    verbose!(
+        stream(),
+        1,
+        "mtl:rofi: matching probe of {} [{}] on libfabric {major}.{minor} ({ms:.1} ms): {found}",
+        info.name,
+        info.fabric
+    );
+    matching
 }
 
 fn decline(selection: &Selection) -> Error {
@@ -291,6 +399,7 @@ impl MtlComponent for Rofi {
             name: name.clone(),
             local: local.as_ref().map(|l| l.name.clone()),
             ctxts: contexts.num_ctxts(),
+            host_matching: chosen.host_matching,
         })?;
         register_shm_cleanup(&info.core_name(), &name);
         if let Some(l) = &local {

@@ -13,7 +13,6 @@ use rofi_core::provider::{HostMatching, NameFilter, Requirements, select};
 use rofi_core::tag::TagMode;
 
 use crate::engine::LocalRail;
-use crate::raw;
 use crate::raw::fabric::{Fabric, Hints, InfoList, Shape};
 
 /// The opened local rail, with what init needs of it.
@@ -61,7 +60,6 @@ pub fn open(
         // It carries only the peers on this node.
         single_node: true,
         sep: None,
-        libfabric: Some(raw::fabric::runtime_version()),
         host_matching: HostMatching::Always,
     };
     let selection = select(&list.entries(), &filter, &req);

@@ -26,6 +26,7 @@ pub struct Params {
     pub host_matching: Param<i32>,
     pub host_eager_size: Param<usize>,
     pub local_provider: StringParam,
+    pub matching_probe: Param<bool>,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -226,8 +227,9 @@ pub fn register(reg: &mut Registrar) {
         "Match MPI messages in rofi instead of the provider's tagged receive queues: \
          eager messages up to the inject size and rendezvous reads (fi_read) for larger \
          ones, over untagged messages. auto = only for providers whose tag matching is \
-         broken in the running libfabric (shm before 1.19); always = every provider with \
-         FI_MSG and FI_RMA; never = reject broken providers instead",
+         wrong: rxd (a known intermittent defect) and those failing rofi's matching probe \
+         (mtl_rofi_matching_probe); always = every provider with FI_MSG and FI_RMA; never \
+         = reject broken providers instead",
     );
     let host_eager_size = reg.size(
         "host_eager_size",
@@ -266,6 +268,16 @@ pub fn register(reg: &mut Registrar) {
                 .to_owned(),
         );
     }
+    let matching_probe = reg.bool(
+        "matching_probe",
+        true,
+        Level::TUNER_ALL,
+        "Before using a provider's tagged matching, check it once per process on a \
+         loopback pair of its endpoints (ignore masks, FI_PEEK, FI_CLAIM, remote CQ data, \
+         truncation; a few ms, up to about a second when a completion never comes); a \
+         provider that fails gets host matching (see mtl_rofi_host_matching), and the \
+         failed checks are said at mtl_rofi_verbose 1. false: trust the provider",
+    );
     let _ = PARAMS.set(Params {
         priority,
         auto_select,
@@ -284,5 +296,6 @@ pub fn register(reg: &mut Registrar) {
         host_matching,
         host_eager_size,
         local_provider,
+        matching_probe,
     });
 }

@@ -1,6 +1,7 @@
 //! Host matching: MPI matching done by rofi instead of the provider's tagged queues.
 //!
-//! Used where a provider's tag matching cannot be trusted (libfabric < 1.19's `shm`, see
+//! Used where a provider's tag matching cannot be trusted (it fails rofi's matching
+//! probe, [`crate::provider::probe`], as libfabric's `shm` does; or it has a
 //! [`crate::provider::known_defect`]) or when `mtl_rofi_host_matching always` asks for
 //! it. Only untagged messages (`fi_inject`) and RMA reads (`fi_read`) reach the provider,
 //! and untagged messages are matched to posted receives by arrival order alone, which

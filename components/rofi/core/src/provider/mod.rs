@@ -29,15 +29,17 @@
 //! shm). With an exclude list, the default order applies to what is left.
 
 mod filter;
+pub mod probe;
 mod select;
 
 #[cfg(test)]
 mod tests;
 
 pub use filter::{FilterError, NameFilter, NameRejection};
+pub use probe::Matching;
 pub use select::{
-    Chosen, HostMatching, Outcome, Rejection, Requirements, Selection, Tier, Verdict, known_defect,
-    select,
+    Chosen, Defect, HostMatching, Outcome, Rejection, Requirements, Selection, Tier, Verdict,
+    known_defect, select, wants_probe,
 };
 
 use crate::tag::TagCaps;
@@ -86,6 +88,8 @@ pub struct ProviderInfo {
     /// `domain_attr->data_progress == FI_PROGRESS_MANUAL`: only our `fi_cq_read`
     /// calls move data (rofi asks for it; reported at verbose 1).
     pub manual_progress: bool,
+    /// What rofi's matching probe found (set by the glue; [`probe`]).
+    pub matching: Matching,
 }
 
 impl ProviderInfo {

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use super::probe::{CheckSet, Matching, Unverified};
 use super::{NameFilter, NameRejection, ProviderInfo};
 use crate::context::{SepError, SepPlan, SepRequest};
 use crate::host::wire::HEADER_LEN;
@@ -18,9 +19,6 @@ pub struct Requirements {
     pub single_node: bool,
     /// `mtl_rofi_enable_sep`: scalable endpoints with this many contexts.
     pub sep: Option<SepRequest>,
-    /// The running libfabric's `(major, minor)`, for providers broken in some versions;
-    /// `None`: unknown, assume none is.
-    pub libfabric: Option<(u32, u32)>,
     /// `mtl_rofi_host_matching`.
     pub host_matching: HostMatching,
 }
@@ -29,12 +27,12 @@ pub struct Requirements {
 /// receives to the provider (`mtl_rofi_host_matching`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum HostMatching {
-    /// For providers whose tag matching has a [`known_defect`] in the running libfabric.
+    /// For providers with a [`known_defect`] or whose matching probe failed.
     #[default]
     Auto,
     /// For every provider (needs FI_MSG and FI_RMA reads).
     Always,
-    /// Never: providers with a known matching defect are rejected.
+    /// Never: providers with a defect (known, or found by the probe) are rejected.
     Never,
 }
 
@@ -53,18 +51,56 @@ impl HostMatching {
     }
 }
 
-/// Why a provider cannot carry MPI matching in the running libfabric, if it cannot.
-/// (The shm findings are reproduced by tests/libfabric/shm_matching.c on 1.17 and 2.1;
-/// rxd's by the MPI programs of tests/rofi.rs and tests/libfabric2.rs under the stock
-/// ofi MTL.)
+/// Why rofi does not use a provider's tagged matching: a rule for a defect a short
+/// probe cannot see, or what the matching probe ([`super::probe`]) found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Defect {
+    /// From [`known_defect`].
+    Known(&'static str),
+    /// These checks of the matching probe failed.
+    Probed(CheckSet),
+    /// The probe could not run on the provider.
+    Unverified(Unverified),
+}
+
+impl fmt::Display for Defect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Defect::Known(why) => f.write_str(why),
+            Defect::Probed(failed) => {
+                write!(
+                    f,
+                    "rofi's matching probe found its tagged matching wrong: {failed}"
+                )
+            }
+            Defect::Unverified(why) => why.fmt(f),
+        }
+    }
+}
+
+impl Matching {
+    /// The defect this probe result means, if any.
+    #[must_use]
+    pub fn defect(self) -> Option<Defect> {
+        match self {
+            Matching::Unprobed | Matching::Correct => None,
+            Matching::Failed(set) => Some(Defect::Probed(set)),
+            Matching::Unverified(why) => Some(Defect::Unverified(why)),
+        }
+    }
+}
+
+/// A provider whose tagged matching is broken in a way the matching probe cannot see.
+/// Everything else is decided by the probe ([`ProviderInfo::matching`]).
 #[must_use]
-pub fn known_defect(info: &ProviderInfo, libfabric: Option<(u32, u32)>) -> Option<&'static str> {
+pub fn known_defect(info: &ProviderInfo) -> Option<&'static str> {
     if info.is_rxd() {
-        // rxd's tagged receive path, on 1.17 and on 2.1 alike (not version-gated: no
-        // release is known to be right): a probe with FI_PEEK|FI_CLAIM now and then never
-        // sees a message that has arrived, so MPI_Improbe loops forever (about one run in
-        // four of tests/programs/p2p_status.c; the stock ofi MTL hangs the same way on
-        // both versions), a receive in MPI_Barrier after probes segfaults inside rxd
+        // rxd's tagged receive path, on 1.17 and on 2.1 alike (no release is known to be
+        // right). Its defect is intermittent, so a short probe passes it: a probe with
+        // FI_PEEK|FI_CLAIM now and then never sees a message that has arrived, so
+        // MPI_Improbe loops forever (about one run in four of
+        // tests/programs/p2p_status.c; the stock ofi MTL hangs the same way on both
+        // versions), a receive in MPI_Barrier after probes segfaults inside rxd
         // (p2p_probe), and a truncated receive is clamped and reported as a success.
         // Host matching uses only untagged messages and RMA reads, which rxd gets right.
         return Some(
@@ -73,46 +109,14 @@ pub fn known_defect(info: &ProviderInfo, libfabric: Option<(u32, u32)>) -> Optio
              receiving after probes and reports truncated receives as complete",
         );
     }
-    if info.is_lnx() {
-        // lnx (2.1.0, shm linked with tcp;ofi_rxm) passes FI_PEEK and FI_CLAIM on as
-        // plain receives: a probe takes the message into no buffer (FI_ETRUNC) and it is
-        // gone. Its truncated receives lose the CQ data and length as shm's do.
-        // Reproduced by tests/libfabric/shm_matching.c on provider "lnx".
-        return Some(
-            "libfabric's lnx (checked on 2.1) treats FI_PEEK and FI_CLAIM as plain \
-             receives (a probe would consume the message) and loses the CQ data and length \
-             of truncated receives",
-        );
-    }
-    let version = libfabric?;
-    if Tier::of(info) != Tier::SharedMemory {
-        return None;
-    }
-    if version < (1, 19) {
-        // libfabric < 1.19's shm (prov/shm/src/smr_ep.c, smr_match_tagged) matches a
-        // posted receive against an unexpected message with the ignore mask left in the
-        // unexpected entry by whichever receive used that entry before, not the posted
-        // receive's: a receive that needs ignore bits (every MPI receive ignores the
-        // synchronous-send bit; MPI_ANY_TAG ignores the tag) misses messages that
-        // arrived first (a hang) or takes one with another tag. It also ignores FI_PEEK
-        // and FI_CLAIM (a probe consumes the message). 1.19 moved shm to util_srx.
-        return Some(
-            "libfabric < 1.19's shm matches unexpected tagged messages with a stale ignore \
-             mask and has no FI_PEEK/FI_CLAIM (MPI_Ssend, MPI_ANY_TAG and probes would hang \
-             or match wrongly)",
-        );
-    }
-    // From 1.19 (checked on 2.1.0) shm matches correctly, but the error entry of a
-    // truncated tagged receive says FI_REMOTE_CQ_DATA with data 0, and the CQ data is
-    // where the tagged path carries the sender's rank: a truncated message would report
-    // MPI_SOURCE 0. Host matching sends the source in its own header. A layout with the
-    // source in the tag (ofi_tag_1) does not step around it: tried natively on 2.1.0,
-    // truncated receives complete with length 0 and an MPI_Mrecv that truncates
-    // segfaults inside shm (tests/programs/p2p_status.c, p2p_cancel_trunc.c).
-    Some(
-        "libfabric's shm (checked up to 2.1) loses the remote CQ data of a truncated \
-         tagged receive (MPI_SOURCE of a truncated message would be wrong)",
-    )
+    None
+}
+
+/// Whether selection would use this provider's tagged matching natively if the probe
+/// finds it correct: the glue probes such a choice before opening it.
+#[must_use]
+pub fn wants_probe(info: &ProviderInfo, chosen: &Chosen) -> bool {
+    !chosen.host_matching && info.matching == Matching::Unprobed
 }
 
 /// Default preference tier; lower is preferred. See the module docs for the rationale.
@@ -157,13 +161,14 @@ pub enum Rejection {
     Sep(SepError),
     /// The provider is broken for tagged matching in the running libfabric (and host
     /// matching is off).
-    Defect(&'static str),
+    Defect(Defect),
     /// Host matching runs on one endpoint context; scalable endpoints were requested.
     HostMatchingSep,
     /// Host matching is needed (for `defect`) or asked for, and the provider lacks
     /// what it needs (`lacking`).
+    /// (`defect` `None`: asked for by `mtl_rofi_host_matching always`.)
     HostMatchingUnavailable {
-        defect: &'static str,
+        defect: Option<Defect>,
         lacking: &'static str,
     },
 }
@@ -190,10 +195,16 @@ impl fmt::Display for Rejection {
                     "{why}; mtl_rofi_host_matching never forbids working around it"
                 )
             }
-            Rejection::HostMatchingUnavailable { defect, lacking } => write!(
-                f,
-                "{defect}; rofi would match messages itself, but the provider lacks {lacking}"
-            ),
+            Rejection::HostMatchingUnavailable { defect, lacking } => {
+                match defect {
+                    Some(d) => d.fmt(f)?,
+                    None => f.write_str(ASKED)?,
+                }
+                write!(
+                    f,
+                    "; rofi would match messages itself, but the provider lacks {lacking}"
+                )
+            }
             Rejection::HostMatchingSep => f.write_str(
                 "host matching (needed for this provider or asked for) uses one endpoint \
                  context, and scalable endpoints were requested",
@@ -234,8 +245,8 @@ pub struct Chosen {
     pub sep: Option<SepPlan>,
     /// rofi matches messages itself ([`crate::host`]).
     pub host_matching: bool,
-    /// The provider's [`known_defect`], if it has one (the reason for host matching).
-    pub defect: Option<&'static str>,
+    /// The provider's defect, if it has one (the reason for host matching).
+    pub defect: Option<Defect>,
 }
 
 /// Result of [`select`]: the choice (if any) and a verdict per candidate, in the order
@@ -256,7 +267,7 @@ impl Selection {
             for v in &mut self.verdicts {
                 if v.index == c.index {
                     v.outcome = Outcome::Rejected(Rejection::HostMatchingUnavailable {
-                        defect: c.defect.unwrap_or(ASKED),
+                        defect: c.defect,
                         lacking: "untagged messages or RMA reads (FI_MSG, FI_RMA)",
                     });
                 }
@@ -293,7 +304,9 @@ fn check(
     if !(info.ep_rdm && info.tagged) {
         return Err(Rejection::NotTaggedRdm);
     }
-    let defect = known_defect(info, req.libfabric);
+    let defect = known_defect(info)
+        .map(Defect::Known)
+        .or(info.matching.defect());
     let host_matching = match req.host_matching {
         HostMatching::Always => true,
         HostMatching::Auto => defect.is_some(),
@@ -305,7 +318,7 @@ fn check(
     if host_matching && info.inject_size < HEADER_LEN {
         // Every host-matching message starts with an injected header.
         return Err(Rejection::HostMatchingUnavailable {
-            defect: defect.unwrap_or(ASKED),
+            defect,
             lacking: "an inject size that holds host matching's headers",
         });
     }

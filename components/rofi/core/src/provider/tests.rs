@@ -18,6 +18,7 @@ fn prov(name: &str, fabric: &str, domain: &str) -> ProviderInfo {
         max_ep_rx_ctx: 1,
         thread_safe: true,
         manual_progress: true,
+        matching: Matching::Unprobed,
     }
 }
 
@@ -264,41 +265,65 @@ fn empty_candidate_list_reports_it() {
     assert!(s.report().contains("no tagged RDM provider"));
 }
 
+/// shm as the matching probe finds it on each libfabric (tests/libfabric/shm_matching.c
+/// and the probe's own tests): what selection then does under each policy.
 #[test]
-fn shm_gets_host_matching_or_is_refused_with_the_reason() {
-    let c = this_machine();
+fn probed_shm_gets_host_matching_or_is_refused_with_the_probes_findings() {
+    use probe::{Check, CheckSet};
+    let on_1_17 = CheckSet::of(&[
+        Check::IgnoreAfterExact,
+        Check::ExactAfterAny,
+        Check::Peek,
+        Check::PeekClaim,
+        Check::TruncationPosted,
+        Check::TruncationUnexpected,
+    ]);
+    let on_2_1 = CheckSet::of(&[Check::TruncationPosted, Check::TruncationUnexpected]);
     let shm = NameFilter::from_params(Some("shm"), None).unwrap();
-    for (version, defective) in [
-        (None, false),
-        (Some((1, 17)), true),
-        (Some((1, 18)), true),
-        (Some((1, 19)), true),
-        (Some((2, 1)), true),
+    for (matching, why) in [
+        (Matching::Unprobed, None),
+        (Matching::Correct, None),
+        (
+            Matching::Failed(on_1_17),
+            Some("ignore_after_exact (receives with ignore bits miss unexpected messages"),
+        ),
+        (
+            Matching::Failed(on_2_1),
+            Some("found its tagged matching wrong: truncation_posted, truncation_unexpected"),
+        ),
+        (
+            Matching::Unverified(probe::Unverified::NoLoopback),
+            Some("unverified: rofi's matching probe could not open a loopback pair"),
+        ),
     ] {
+        let mut c = this_machine();
+        c[6].matching = matching;
         for policy in [
             HostMatching::Auto,
             HostMatching::Always,
             HostMatching::Never,
         ] {
             let r = Requirements {
-                libfabric: version,
                 host_matching: policy,
                 ..req()
             };
             let s = select(&c, &shm, &r);
-            if defective && policy == HostMatching::Never {
+            if let Some(why) = why
+                && policy == HostMatching::Never
+            {
                 assert!(s.chosen.is_none());
-                let why = if version < Some((1, 19)) {
-                    "stale ignore mask"
-                } else {
-                    "loses the remote CQ data of a truncated"
-                };
                 assert!(s.report().contains(why), "{}", s.report());
                 assert!(s.report().contains("host_matching never"), "{}", s.report());
             } else {
                 let chosen = s.chosen.expect("shm usable");
-                let host = policy == HostMatching::Always || defective;
-                assert_eq!(chosen.host_matching, host, "{version:?} {policy:?}");
+                let host = policy == HostMatching::Always || why.is_some();
+                assert_eq!(chosen.host_matching, host, "{matching:?} {policy:?}");
+                assert_eq!(chosen.defect, matching.defect());
+                // Unprobed native matching is what the glue probes before opening.
+                assert_eq!(
+                    wants_probe(&c[chosen.index], &chosen),
+                    !host && matching == Matching::Unprobed
+                );
             }
             // Only shm is affected.
             let tcp = select(&c, &NameFilter::Default, &r).chosen.unwrap();
@@ -308,18 +333,42 @@ fn shm_gets_host_matching_or_is_refused_with_the_reason() {
     }
 }
 
+/// Under `never` a candidate the probe found wrong is passed over for the next one,
+/// which the glue then probes in turn.
+#[test]
+fn never_passes_over_a_probed_defect_to_the_next_candidate() {
+    let mut c = this_machine();
+    c[0].matching = Matching::Failed(probe::CheckSet::of(&[probe::Check::Peek]));
+    let r = Requirements {
+        host_matching: HostMatching::Never,
+        ..req()
+    };
+    let s = select(&c, &NameFilter::Default, &r);
+    let chosen = s.chosen.unwrap();
+    assert_eq!(chosen.index, 1);
+    assert!(wants_probe(&c[1], &chosen));
+    assert!(
+        s.report()
+            .contains("rejected: rofi's matching probe found its tagged matching wrong: peek"),
+        "{}",
+        s.report()
+    );
+}
+
 #[test]
 fn rxd_gets_host_matching_on_every_version_or_is_refused_with_the_reason() {
     let c = this_machine();
     let rxd = NameFilter::from_params(Some("udp;ofi_rxd"), None).unwrap();
-    for version in [None, Some((1, 17)), Some((2, 1))] {
+    // Whatever the probe says (a short probe passes rxd).
+    for matching in [Matching::Unprobed, Matching::Correct] {
+        let mut c = c.clone();
+        c[5].matching = matching;
         for policy in [
             HostMatching::Auto,
             HostMatching::Always,
             HostMatching::Never,
         ] {
             let r = Requirements {
-                libfabric: version,
                 host_matching: policy,
                 ..req()
             };
@@ -330,7 +379,7 @@ fn rxd_gets_host_matching_on_every_version_or_is_refused_with_the_reason() {
             } else {
                 assert!(
                     s.chosen.expect("rxd usable").host_matching,
-                    "{version:?} {policy:?}"
+                    "{matching:?} {policy:?}"
                 );
             }
         }
@@ -342,9 +391,9 @@ fn rxd_gets_host_matching_on_every_version_or_is_refused_with_the_reason() {
 
 #[test]
 fn host_matching_refuses_scalable_endpoints() {
-    let c = this_machine();
+    let mut c = this_machine();
+    c[6].matching = Matching::Failed(probe::CheckSet::of(&[probe::Check::Peek]));
     let r = Requirements {
-        libfabric: Some((1, 17)),
         sep: Some(
             crate::context::sep_request(true, false, 2, 1)
                 .unwrap()
@@ -400,29 +449,41 @@ fn shm_region_paths_come_from_endpoint_names() {
 }
 
 #[test]
-fn lnx_has_a_known_defect_and_is_refused_when_it_cannot_take_host_matching() {
+fn lnx_probed_wrong_is_refused_when_it_cannot_take_host_matching() {
     let mut c = this_machine();
-    c.insert(
-        0,
-        prov(
-            "shm+tcp;ofi_rxm:lnx",
-            "ofi_lnx_fabric",
-            "shm+eth0:ofi_lnx_domain",
-        ),
+    let mut lnx = prov(
+        "shm+tcp;ofi_rxm:lnx",
+        "ofi_lnx_fabric",
+        "shm+eth0:ofi_lnx_domain",
     );
+    // What the probe finds on 2.1's lnx (tests/libfabric2.rs).
+    lnx.matching = Matching::Failed(probe::CheckSet::of(&[
+        probe::Check::Peek,
+        probe::Check::PeekClaim,
+        probe::Check::TruncationPosted,
+        probe::Check::TruncationUnexpected,
+    ]));
+    c.insert(0, lnx);
     assert!(c[0].is_lnx());
     assert!(!prov("tcp;ofi_rxm", "f", "d").is_lnx());
     let lnx = NameFilter::from_params(Some("shm+tcp"), None).unwrap();
     let s = select(&c, &lnx, &req());
     let chosen = s.chosen.expect("lnx selected, for host matching");
     assert!(chosen.host_matching);
-    assert!(chosen.defect.unwrap().contains("FI_PEEK and FI_CLAIM"));
+    assert!(
+        chosen
+            .defect
+            .unwrap()
+            .to_string()
+            .contains("peek (FI_PEEK takes or misses messages (MPI_Iprobe)), peek_claim")
+    );
     let refused = s.refuse_host_matching();
     assert!(refused.chosen.is_none());
     let report = refused.report();
     assert!(
-        report.contains("shm+tcp;ofi_rxm:lnx [ofi_lnx_fabric]: rejected: libfabric's lnx")
-            && report.contains("lacks untagged messages or RMA reads"),
+        report.contains(
+            "shm+tcp;ofi_rxm:lnx [ofi_lnx_fabric]: rejected: rofi's matching probe found"
+        ) && report.contains("lacks untagged messages or RMA reads"),
         "{report}"
     );
     // lnx lists itself with FI_MSG but injects nothing: refused at selection.

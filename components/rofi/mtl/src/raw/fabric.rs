@@ -160,6 +160,8 @@ impl InfoList {
                     max_ep_rx_ctx: dom.max_ep_rx_ctx,
                     thread_safe: dom.threading == fi::FI_THREAD_SAFE,
                     manual_progress: fi::data_progress(dom) == fi::FI_PROGRESS_MANUAL,
+                    // Filled in from the matching probe (`select_probed` in lib.rs).
+                    matching: Default::default(),
                 });
                 cursor = i.next;
             }

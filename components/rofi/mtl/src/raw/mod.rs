@@ -11,6 +11,7 @@ pub mod fabric;
 pub mod message;
 pub mod modex;
 pub mod post;
+pub mod probe;
 pub mod procs;
 pub mod pvar;
 pub mod slot;

@@ -7,26 +7,33 @@ use mca::{Error, Result, sys};
 use crate::Rofi;
 
 /// What a process publishes: its endpoint name, the name of its endpoint for peers on
-/// its node if it opened one (`mtl_rofi_local_provider`), and its receive-context
-/// count (senders need it to name the context a communicator's messages must reach).
+/// its node if it opened one (`mtl_rofi_local_provider`), its receive-context count
+/// (senders need it to name the context a communicator's messages must reach), and
+/// whether it matches messages itself (each process decides with its own matching
+/// probe, and peers that decided differently cannot talk, so add_procs refuses them
+/// instead of hanging).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Published {
     pub name: Vec<u8>,
     pub local: Option<Vec<u8>>,
     pub ctxts: u32,
+    pub host_matching: bool,
 }
 
-/// Layout: `name ++ local ++ len(local) ++ ctxts`, both numbers 4-byte little-endian.
+/// Layout: `name ++ local ++ len(local) ++ ctxts ++ host_matching`, both numbers 4-byte
+/// little-endian, the flag one byte.
 fn encode(p: &Published) -> Vec<u8> {
     let local = p.local.as_deref().unwrap_or_default();
     let mut blob = p.name.clone();
     blob.extend_from_slice(local);
     blob.extend_from_slice(&(local.len() as u32).to_le_bytes());
     blob.extend_from_slice(&p.ctxts.to_le_bytes());
+    blob.push(u8::from(p.host_matching));
     blob
 }
 
 fn decode(mut blob: Vec<u8>) -> Option<Published> {
+    let host_matching = blob.pop()? != 0;
     let trailer = |blob: &mut Vec<u8>| {
         let at = blob.len().checked_sub(4)?;
         let n = u32::from_le_bytes(blob[at..].try_into().ok()?);
@@ -41,6 +48,7 @@ fn decode(mut blob: Vec<u8>) -> Option<Published> {
         name: blob,
         local,
         ctxts: ctxts.max(1),
+        host_matching,
     })
 }
 
@@ -67,11 +75,12 @@ mod tests {
 
     #[test]
     fn both_names_and_the_context_count_come_back() {
-        for local in [None, Some(b"fi_shm://42:0\0".to_vec())] {
+        for (local, host_matching) in [(None, false), (Some(b"fi_shm://42:0\0".to_vec()), true)] {
             let p = Published {
                 name: vec![7; 16],
                 local,
                 ctxts: 3,
+                host_matching,
             };
             assert_eq!(decode(encode(&p)), Some(p));
         }
@@ -80,6 +89,6 @@ mod tests {
     #[test]
     fn a_short_blob_is_refused() {
         assert_eq!(decode(vec![1, 2, 3]), None);
-        assert_eq!(decode(vec![9, 0, 0, 0, 1, 0, 0, 0]), None);
+        assert_eq!(decode(vec![9, 0, 0, 0, 1, 0, 0, 0, 0]), None);
     }
 }
