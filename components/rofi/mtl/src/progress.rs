@@ -144,8 +144,10 @@ impl Engine {
 
     fn dispatch(&self, target: Option<Target>, ev: Event, later: &mut Vec<Deferred>) {
         match target {
-            // An operation posted without a context (none are): nothing to complete.
-            None => {}
+            // An operation posted without a context (none are), or one of the matching
+            // probe's (its endpoints are closed before the engine exists): nothing to
+            // complete.
+            None | Some(Target::Probe) => {}
             Some(Target::Local(op)) => deliver_local(op, ev),
             Some(Target::Detached(addr)) => {
                 // Its request completed when it was posted: an error has no one left

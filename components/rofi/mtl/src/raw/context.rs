@@ -28,6 +28,9 @@ pub enum Target {
     Local(*const LocalOp),
     /// Host matching's untagged receive buffer number `n` (`super::bounce`) of a rail.
     Bounce(Rail, u32),
+    /// An operation of the matching probe (`super::probe`) on its own endpoints, which
+    /// tells its operations apart by context address; never read from the engine's CQs.
+    Probe,
     /// Host matching's eager message of send `id`, sent with a completion.
     HostSend(u64),
     /// A buffered send whose request completed when it was posted; the box at this

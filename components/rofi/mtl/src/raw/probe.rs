@@ -25,7 +25,6 @@ use rofi_core::provider::probe::{
 
 use super::context::{OpContext, Target};
 use super::fabric::{ADDR_ANY, CqRead, EAGAIN, Fabric, InfoList, Shape, empty_entry};
-use super::procs::Rail;
 
 /// How long a step may wait for a completion that must come: this long *and* this many
 /// polls of both endpoints. Loopback in one process completes in microseconds
@@ -67,12 +66,9 @@ struct Arena {
 impl Arena {
     fn new(room: usize) -> Arena {
         let slots = (0..SLOTS)
-            .map(|i| {
+            .map(|_| {
                 let buf = Box::into_raw(vec![0u8; room].into_boxed_slice()).cast::<u8>();
-                let ctx = Box::into_raw(Box::new(OpContext::new(Target::Bounce(
-                    Rail::Main,
-                    i as u32,
-                ))));
+                let ctx = Box::into_raw(Box::new(OpContext::new(Target::Probe)));
                 (buf, room, ctx)
             })
             .collect();
@@ -246,10 +242,7 @@ impl Pair {
             });
         }
         let bytes = Box::into_raw(bytes.into_boxed_slice());
-        let ctx = Box::into_raw(Box::new(OpContext::new(Target::Bounce(
-            Rail::Main,
-            u32::MAX,
-        ))));
+        let ctx = Box::into_raw(Box::new(OpContext::new(Target::Probe)));
         arena.sends.push((bytes, ctx));
         let (buf, n) = (bytes.cast::<u8>().cast_const(), bytes.len());
         self.post(arena, "fi_tsend", || {
