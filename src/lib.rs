@@ -301,6 +301,18 @@ impl JobOutput {
         )
     }
 
+    /// Panics with the report unless the job failed on its own (no timeout) and its
+    /// output gives every one of `reasons`.
+    pub fn assert_refused_with(&self, reasons: &[&str]) {
+        assert!(!self.succeeded() && !self.timed_out, "{}", self.report());
+        let log = format!("{}{}", self.stdout, self.stderr);
+        assert!(
+            reasons.iter().all(|reason| log.contains(reason)),
+            "{}",
+            self.report()
+        );
+    }
+
     /// Panics with the report unless the job succeeded with zero failed checks.
     pub fn assert_passed(&self) {
         let counts = self.counts();

@@ -26,17 +26,6 @@ fn rofi_on(provider: &str) -> McaConfig {
         .named(&format!("rofi-{provider}"))
 }
 
-/// Asserts the job failed on its own (no timeout) and its output gives every reason.
-fn assert_refused_with(out: &JobOutput, reasons: &[&str]) {
-    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(
-        reasons.iter().all(|reason| log.contains(reason)),
-        "{}",
-        out.report()
-    );
-}
-
 /// ssend_mrecv at 2 ranks on `config` twice: at `mtl_rofi_verbose 1`, which must pass
 /// (its output says how rofi matches), and with `mtl_rofi_host_matching never`, for
 /// the caller to check the refusal of a provider with a known matching defect.
@@ -173,8 +162,7 @@ fn rxd_gets_host_matching_for_its_known_defect() {
         "{}",
         out.report()
     );
-    assert_refused_with(
-        &never,
+    never.assert_refused_with(
         &[
             "udp;ofi_rxd [",
             "rejected: libfabric's rxd (checked on 1.17 and 2.1) loses tagged messages to FI_PEEK|FI_CLAIM probes",
@@ -344,14 +332,11 @@ fn a_nonexistent_provider_declines_cleanly() {
     let out = Job::new(&rofi_on("nosuchprov"), 2, program("checker_selftest"))
         .timeout(Duration::from_secs(60))
         .run();
-    assert_refused_with(
-        &out,
-        &[
-            "found no libfabric provider it can use",
-            "tcp;ofi_rxm",
-            "not in mtl_rofi_provider_include",
-        ],
-    );
+    out.assert_refused_with(&[
+        "found no libfabric provider it can use",
+        "tcp;ofi_rxm",
+        "not in mtl_rofi_provider_include",
+    ]);
     let log = format!("{}{}", out.stdout, out.stderr);
     assert!(!log.contains("Segmentation fault"), "{}", out.report());
 }
@@ -491,10 +476,7 @@ fn more_contexts_than_the_provider_has_are_refused() {
     let out = Job::new(&rofi_sep(17, true), 2, program("checker_selftest"))
         .timeout(Duration::from_secs(60))
         .run();
-    assert_refused_with(
-        &out,
-        &["mtl_rofi_num_ctxts=17 exceeds the provider's 16 contexts"],
-    );
+    out.assert_refused_with(&["mtl_rofi_num_ctxts=17 exceeds the provider's 16 contexts"]);
 }
 
 /// Scalable endpoints on a provider without them (tcp;ofi_rxm: one context per
@@ -507,13 +489,10 @@ fn scalable_endpoints_on_tcp_are_refused() {
     let out = Job::new(&config, 2, program("checker_selftest"))
         .timeout(Duration::from_secs(60))
         .run();
-    assert_refused_with(
-        &out,
-        &[
-            "tcp;ofi_rxm",
-            "scalable endpoints unavailable: the provider offers 1 context",
-        ],
-    );
+    out.assert_refused_with(&[
+        "tcp;ofi_rxm",
+        "scalable endpoints unavailable: the provider offers 1 context",
+    ]);
 }
 
 /// Thread grouping without a scalable endpoint: refused at registration.
@@ -523,10 +502,7 @@ fn thread_grouping_without_sep_is_refused() {
     let out = Job::new(&config, 2, program("checker_selftest"))
         .timeout(Duration::from_secs(60))
         .run();
-    assert_refused_with(
-        &out,
-        &["mtl_rofi_thread_grouping requires mtl_rofi_enable_sep=1"],
-    );
+    out.assert_refused_with(&["mtl_rofi_thread_grouping requires mtl_rofi_enable_sep=1"]);
 }
 
 /// The running libfabric's `(major, minor)`, from `fi_info --version`.
@@ -584,15 +560,12 @@ fn shm_gets_host_matching_for_the_checks_its_matching_probe_fails() {
     } else {
         "truncation_posted, truncation_unexpected"
     };
-    assert_refused_with(
-        &never,
-        &[
-            &format!(
-                "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: {why}"
-            ),
-            "mtl_rofi_host_matching never forbids working around it",
-        ],
-    );
+    never.assert_refused_with(&[
+        &format!(
+            "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: {why}"
+        ),
+        "mtl_rofi_host_matching never forbids working around it",
+    ]);
 }
 
 /// Context ids freed and reused by communicators whose ranks name other processes
@@ -624,10 +597,7 @@ fn host_matching_with_scalable_endpoints_is_refused() {
     )
     .timeout(Duration::from_secs(120))
     .run();
-    assert_refused_with(
-        &out,
-        &["uses one endpoint context, and scalable endpoints were requested"],
-    );
+    out.assert_refused_with(&["uses one endpoint context, and scalable endpoints were requested"]);
 }
 
 /// `ompi_info --param mtl rofi --level 9` documents every parameter.

@@ -94,16 +94,11 @@ fn an_unknown_local_provider_is_refused_with_the_reason() {
     )
     .timeout(Duration::from_secs(120))
     .run();
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(
-        !out.succeeded()
-            && !out.timed_out
-            && log.contains("\"nosuchprovider\" for the peers on")
-            && log.contains("\"tcp;ofi_rxm\" for the others")
-            && log.contains("not in mtl_rofi_provider_include"),
-        "{}",
-        out.report()
-    );
+    out.assert_refused_with(&[
+        "\"nosuchprovider\" for the peers on",
+        "\"tcp;ofi_rxm\" for the others",
+        "not in mtl_rofi_provider_include",
+    ]);
 }
 
 /// Two providers need rofi's own matching on both: `mtl_rofi_host_matching never`
@@ -117,12 +112,5 @@ fn host_matching_never_beside_a_local_provider_is_refused() {
     )
     .timeout(Duration::from_secs(120))
     .run();
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(
-        !out.succeeded()
-            && !out.timed_out
-            && log.contains("mtl_rofi_local_provider needs rofi's own matching"),
-        "{}",
-        out.report()
-    );
+    out.assert_refused_with(&["mtl_rofi_local_provider needs rofi's own matching"]);
 }
