@@ -40,7 +40,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2
+.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda
 
 all: components
 
@@ -162,6 +162,29 @@ check-libfabric2: components components-libfabric2 components-libfabric2-ompi5
 	RMCA_LIBFABRIC2_PREFIX=$$(configure-support/libfabric2 --print-prefix) RMCA_REQUIRE_LIBFABRIC2=1 \
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
 	    tools/residue/no-residue $(CARGO) test --release --test libfabric2 -- --test-threads=2 $(LIBFABRIC2_TESTS)
+
+# A CUDA-aware Open MPI 4.1.4 (Debian 12's source, --with-cuda on the headers of NVIDIA's
+# PyPI wheel), built once into a cache outside the checkout (configure-support/ompi-cuda;
+# ~8 min on 2 cores the first time); rsmcuda built against it (target/ompi-cuda →
+# build/ompi-cuda/mca: CUDA support changes Open MPI's structures); and tests/cuda.rs,
+# device buffers end to end through rsmcuda and the stock smcuda on the CUDA driver
+# stand-in (tools/cuda-standin).
+ompi-cuda:
+	@configure-support/ompi-cuda
+
+ompi-cuda-prefix:
+	@configure-support/ompi-cuda --print-prefix
+
+CUDA_COMPONENTS := btl-rsmcuda:btl:rsmcuda
+components-ompi-cuda:
+	@prefix=$$(configure-support/ompi-cuda --print-prefix) && \
+	OMPI_PREFIX=$$prefix CARGO_TARGET_DIR=target/ompi-cuda \
+	    $(CARGO) build --release $(foreach c,$(CUDA_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
+	$(call place_components,$(CUDA_COMPONENTS),target/ompi-cuda/release,$(BUILD)/ompi-cuda/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
+
+check-cuda: components-ompi-cuda cuda-standin
+	RMCA_OMPI_CUDA_PREFIX=$$(configure-support/ompi-cuda --print-prefix) RMCA_REQUIRE_OMPI_CUDA=1 \
+	    tools/residue/no-residue $(CARGO) test --release --test cuda -- --test-threads=2
 
 static-ompi:
 	@configure-support/static-ompi

@@ -18,6 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub mod conformance;
+pub mod cuda;
 pub mod mpi4py;
 pub mod ompi5;
 pub mod shm;

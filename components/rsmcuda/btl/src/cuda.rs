@@ -38,7 +38,9 @@ use crate::{params, stats};
 
 pub use rsmcuda_core::ipc::peers::CTRL_TAG;
 
-type Gets = DeviceGets<'static, cuda::Driver, RdmaCompletion>;
+/// A get's token: the local rank it reads from, its size, and ob1's completion.
+type GetToken = (u32, usize, RdmaCompletion);
+type Gets = DeviceGets<'static, cuda::Driver, GetToken>;
 
 /// Present only while CUDA IPC is active.
 struct Cuda {
@@ -74,6 +76,8 @@ static DRIVER: OnceLock<cuda::Driver> = OnceLock::new();
 /// The handle of host buffers while CUDA IPC is active (ob1 copies
 /// REG_HANDLE_LEN bytes of every handle).
 static HOST: [u8; REG_HANDLE_LEN] = HOST_HANDLE;
+/// (local rank, CUDA call) pairs already reported as failing: said once each.
+static FAILURES_SAID: Mutex<Option<HashSet<(u32, &'static str)>>> = Mutex::new(None);
 
 /// The CUDA state while CUDA IPC is in use.
 fn cuda() -> Option<&'static Cuda> {
@@ -277,11 +281,34 @@ fn flush_control<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
                     done += 1;
                 }
                 Output::AddCudaIpc { peer } => told.push((peer, c.procs.get(&peer).copied())),
-                Output::Bad { peer, reason } => verbose!(
-                    crate::stream(),
-                    1,
-                    "btl:rsmcuda: no CUDA IPC with local rank {peer}: {reason}"
-                ),
+                Output::Bad { peer, reason } => match cuda() {
+                    // This process moves device memory, so device messages to this
+                    // peer take the slow path: the user hears of it (upstream smcuda
+                    // says nothing, ompi#10871).
+                    Some(cuda) => {
+                        stats::bump(&stats::IPC_UNAVAILABLE);
+                        let device = cuda
+                            .driver
+                            .current_device()
+                            .map_or_else(|_| "unknown".to_owned(), |d| d.to_string());
+                        mca::help::show_help(
+                            crate::help::HELP,
+                            "cuda ipc unavailable",
+                            true,
+                            &[
+                                &me.to_string(),
+                                &device,
+                                &peer.to_string(),
+                                &reason.to_string(),
+                            ],
+                        );
+                    }
+                    None => verbose!(
+                        crate::stream(),
+                        1,
+                        "btl:rsmcuda: no CUDA IPC with local rank {peer}: {reason}"
+                    ),
+                },
             }
         }
         CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release);
@@ -308,6 +335,7 @@ fn flush_control<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
             "btl:rsmcuda: CUDA IPC with local rank {peer} on"
         );
         btl.report_add_cuda_ipc(proc_, crate::stream().id());
+        stats::bump(&stats::IPC_PEERS);
         done += 1;
     }
     done
@@ -317,7 +345,7 @@ fn complete_gets<M: BtlModule>(btl: &Btl<M>) -> usize {
     let Some(cuda) = CUDA.get() else {
         return 0;
     };
-    let finished: Vec<Done<RdmaCompletion>> = {
+    let finished: Vec<Done<GetToken>> = {
         let mut guard = lock(&cuda.gets);
         let Some(gets) = guard.as_mut() else {
             return 0;
@@ -330,13 +358,10 @@ fn complete_gets<M: BtlModule>(btl: &Btl<M>) -> usize {
     // Outside the lock: ob1's completion may start the next get.
     for d in finished {
         match d {
-            Done::Ok(done) => done.complete(btl, Ok(())),
-            Done::Failed(done, code) => {
-                verbose!(
-                    crate::stream(),
-                    1,
-                    "btl:rsmcuda: CUDA IPC copy failed (CUresult {code})"
-                );
+            Done::Ok((_, _, done)) => done.complete(btl, Ok(())),
+            Done::Failed((peer, size, done), code) => {
+                // The ring learns of a failed copy from its event.
+                report_failure(cuda, peer, size, "cuEventQuery", code);
                 done.complete(btl, Err(Error::ERROR));
             }
         }
@@ -459,18 +484,48 @@ pub fn get(peer: u32, region: &DeviceRegion, op: RdmaOp, done: RdmaCompletion) -
         }
     }
     let gets = guard.as_mut().expect("created above");
+    let size = op.size;
+    let token = (peer, size, done);
     // SAFETY: ob1 hands us its receive buffer (device memory registered by its CUDA
     // path) of op.size bytes for the duration of the get and does not touch it until
     // the completion, which runs from progress after the copy's event.
-    let started = unsafe { gets.start(peer, region, op.remote, op.local as u64, op.size, done) };
+    let started = unsafe { gets.start(peer, region, op.remote, op.local as u64, size, token) };
     publish(gets);
+    drop(guard);
     match started {
         Ok(_) => Ok(()),
         Err(GetError::Busy) => Err(Error::OUT_OF_RESOURCE),
+        // ob1 answers any other error by asking the sender for this part through host
+        // memory (pml_ob1_recvreq.c, get_frag_failed): nothing is lost.
         Err(e) => {
-            verbose!(crate::stream(), 1, "btl:rsmcuda: CUDA IPC get failed: {e}");
+            match e.failed_call() {
+                Some((call, code)) => report_failure(cuda, peer, size, call, code),
+                None => verbose!(crate::stream(), 1, "btl:rsmcuda: CUDA IPC get failed: {e}"),
+            }
             Err(Error::ERROR)
         }
+    }
+}
+
+/// A CUDA call of a device get failed: counted always, said once per peer and call.
+fn report_failure(cuda: &Cuda, peer: u32, size: usize, call: &'static str, code: i32) {
+    stats::bump(&stats::CUDA_FAILURES);
+    let first = lock(&FAILURES_SAID)
+        .get_or_insert_with(HashSet::new)
+        .insert((peer, call));
+    if first {
+        mca::help::show_help(
+            crate::help::HELP,
+            "cuda call failed",
+            true,
+            &[
+                &peer.to_string(),
+                &size.to_string(),
+                call,
+                &code.to_string(),
+                &cuda.driver.error_string(code),
+            ],
+        );
     }
 }
 

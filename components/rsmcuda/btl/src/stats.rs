@@ -16,6 +16,9 @@ pub static SINGLE_COPY_OPS: AtomicU64 = AtomicU64::new(0);
 pub static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 pub static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
 pub static CACHE_EVICTIONS: AtomicU64 = AtomicU64::new(0);
+pub static IPC_PEERS: AtomicU64 = AtomicU64::new(0);
+pub static IPC_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
+pub static CUDA_FAILURES: AtomicU64 = AtomicU64::new(0);
 
 pub fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Relaxed);
@@ -90,6 +93,26 @@ const TABLE: &[(&str, &str, PvarClass, &AtomicU64)] = &[
         "IPC mappings closed to make room or because the peer's handle changed",
         PvarClass::Counter,
         &CACHE_EVICTIONS,
+    ),
+    (
+        "cuda_ipc_peers",
+        "Local peers with which CUDA IPC was agreed (device messages read in place)",
+        PvarClass::Counter,
+        &IPC_PEERS,
+    ),
+    (
+        "cuda_ipc_unavailable_peers",
+        "Local peers with which CUDA IPC cannot be used although this process has it: \
+         their device messages go through host memory",
+        PvarClass::Counter,
+        &IPC_UNAVAILABLE,
+    ),
+    (
+        "cuda_failures",
+        "CUDA calls of device gets that failed mid-transfer (the PML resent those parts \
+         through host memory)",
+        PvarClass::Counter,
+        &CUDA_FAILURES,
     ),
 ];
 

@@ -151,8 +151,24 @@ pub enum GetError {
     OutOfRange,
     /// The mapping could not be opened.
     Cache(CacheError),
-    /// A driver call failed (CUresult).
-    Driver(i32),
+    /// A driver call failed: its name and CUresult.
+    Driver { call: &'static str, code: i32 },
+}
+
+impl GetError {
+    /// The driver call that failed and its CUresult, for the user's message.
+    pub fn failed_call(&self) -> Option<(&'static str, i32)> {
+        match self {
+            Self::Driver { call, code } => Some((call, *code)),
+            Self::Cache(CacheError::Open(OpenError::Other(code))) => {
+                Some(("cuIpcOpenMemHandle", *code))
+            }
+            Self::Cache(CacheError::Open(OpenError::AlreadyMapped)) => {
+                Some(("cuIpcOpenMemHandle", cuda::ERROR_ALREADY_MAPPED))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for GetError {
@@ -161,7 +177,7 @@ impl fmt::Display for GetError {
             Self::Busy => OutOfResource.fmt(f),
             Self::OutOfRange => f.write_str("remote range outside the registered allocation"),
             Self::Cache(e) => e.fmt(f),
-            Self::Driver(code) => write!(f, "CUDA driver call failed with CUresult {code}"),
+            Self::Driver { call, code } => write!(f, "{call} failed with CUresult {code}"),
         }
     }
 }
@@ -227,18 +243,21 @@ impl<'g, G: Gpu, T> DeviceGets<'g, G, T> {
             // contract.
             unsafe {
                 self.gpu
-                    .copy_async(dst, mapping.mapped_base + offset, len, &self.stream)?
+                    .copy_async(dst, mapping.mapped_base + offset, len, &self.stream)
+                    .map_err(|code| ("cuMemcpyAsync", code))?
             };
-            self.gpu.record(slot.event(), &self.stream)
+            self.gpu
+                .record(slot.event(), &self.stream)
+                .map_err(|code| ("cuEventRecord", code))
         })();
         match issued {
             Ok(()) => {
                 slot.commit((mapping.id, token));
                 Ok(mapping.hit)
             }
-            Err(code) => {
+            Err((call, code)) => {
                 let _ = self.cache.release(mapping.id);
-                Err(GetError::Driver(code))
+                Err(GetError::Driver { call, code })
             }
         }
     }

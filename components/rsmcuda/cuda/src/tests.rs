@@ -24,6 +24,8 @@ struct Inner {
     queued: Vec<Copy>,
     next_event: u32,
     fail_queries: bool,
+    /// cuMemcpyAsync fails with this CUresult.
+    fail_copies: Option<i32>,
     /// The device of the current context (None: the application has not touched CUDA).
     device: Option<i32>,
     /// What cuDeviceCanAccessPeer answers across devices.
@@ -92,6 +94,9 @@ impl Gpu for Fake {
     }
     unsafe fn copy_async(&self, dst: u64, src: u64, bytes: usize, _: &()) -> Result<(), i32> {
         let mut g = self.0.borrow_mut();
+        if let Some(code) = g.fail_copies {
+            return Err(code);
+        }
         assert!(
             g.open.keys().any(|m| src >= *m),
             "copy from an address that is not mapped"
@@ -258,6 +263,38 @@ fn a_failed_event_query_reports_the_get_as_failed() {
     gpu.0.borrow_mut().fail_queries = true;
     assert_eq!(gets.poll(), Some(Done::Failed("x", 999)));
     assert_eq!(gets.in_flight(), 0);
+}
+
+/// A failed copy or open names the CUDA call, releases the mapping and the event,
+/// and the next get works.
+#[test]
+fn a_failed_copy_or_open_names_the_call_and_leaks_nothing() {
+    let gpu = Fake::default();
+    let region = gpu.alloc(1, 0x1000, &[5; 10]);
+    let mut gets = DeviceGets::new(&gpu, CacheConfig::default(), 1).unwrap();
+    gpu.0.borrow_mut().fail_copies = Some(700);
+    // SAFETY: fake memory.
+    let failed = unsafe { gets.start(1, &region, 0x1000, 0x8000, 10, "a") }.unwrap_err();
+    assert_eq!(failed.failed_call(), Some(("cuMemcpyAsync", 700)));
+    assert_eq!(failed.to_string(), "cuMemcpyAsync failed with CUresult 700");
+    assert_eq!(gets.in_flight(), 0);
+    gpu.0.borrow_mut().fail_copies = None;
+    // SAFETY: fake memory.
+    unsafe { gets.start(1, &region, 0x1000, 0x8000, 10, "b") }.unwrap();
+    assert_eq!(drain(&mut gets), vec![Done::Ok("b")]);
+
+    gpu.free(1);
+    let stale = gpu.alloc(2, 0x1000, &[6; 10]);
+    let mut closed = stale;
+    closed.handle.0[0] = 9; // a handle the driver does not know
+    // SAFETY: fake memory.
+    let failed = unsafe { gets.start(1, &closed, 0x1000, 0x8000, 10, "c") }.unwrap_err();
+    assert_eq!(failed.failed_call(), Some(("cuIpcOpenMemHandle", 400)));
+    assert_eq!(gets.in_flight(), 0);
+    // SAFETY: fake memory.
+    unsafe { gets.start(1, &stale, 0x1000, 0x8000, 10, "d") }.unwrap();
+    assert_eq!(drain(&mut gets), vec![Done::Ok("d")]);
+    assert_eq!(gpu.read(0x8000, 10), vec![6; 10]);
 }
 
 #[test]

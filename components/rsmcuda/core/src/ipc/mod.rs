@@ -71,6 +71,21 @@ pub enum Denial {
     HostNotCudaAware,
 }
 
+impl fmt::Display for Denial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Denial::SameDeviceDisallowed => {
+                "both processes use the same GPU and btl_rsmcuda_use_cuda_ipc_same_gpu is false"
+            }
+            Denial::NoPeerAccess => {
+                "cuDeviceCanAccessPeer says this process's GPU cannot access the peer's"
+            }
+            Denial::QueryFailed => "cuDeviceCanAccessPeer failed",
+            Denial::HostNotCudaAware => "this Open MPI is not CUDA-aware",
+        })
+    }
+}
+
 /// Answer of the glue's access query.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -118,7 +133,7 @@ impl fmt::Display for BadReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             BadReason::TooManyTries => write!(f, "no answer after {MAX_TRIES} CUDA IPC requests"),
-            BadReason::Denied(d) => write!(f, "CUDA IPC refused locally: {d:?}"),
+            BadReason::Denied(d) => write!(f, "CUDA IPC refused here: {d}"),
             BadReason::PeerRefused => f.write_str("the peer refused CUDA IPC"),
             BadReason::LocalFailure => f.write_str("local CUDA query failed"),
         }

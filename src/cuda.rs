@@ -1,0 +1,250 @@
+//! The CUDA-aware Open MPI 4.1.4 (`make ompi-cuda`, configure-support/ompi-cuda), our
+//! components built against it (`make components-ompi-cuda`: build/ompi-cuda/mca) and
+//! the CUDA driver stand-in (`make cuda-standin`: build/cuda-standin/libcuda.so.1,
+//! tools/cuda-standin), for the end-to-end device-memory tests (tests/cuda.rs).
+//!
+//! The tests print why they skip and pass when a piece is missing, so that `make
+//! check` does not need the long build; `make check-cuda` builds everything first and
+//! sets `RMCA_REQUIRE_OMPI_CUDA=1`, which turns a missing piece into a failure.
+//!
+//! The stand-in is loaded only where a configuration of this module puts it first in
+//! `LD_LIBRARY_PATH` and sets `RMCA_CUDA_STANDIN=1` (without it, it refuses to act as
+//! a driver). With `RMCA_CUDA_REAL_DRIVER=1` the same tests run on the machine's own
+//! driver instead (a real GPU), and the stand-in's counters are not asked for.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use crate::static_ompi::{is_installation, path_from_env, skip_unless_required};
+use crate::{McaConfig, repo_root};
+
+/// `RMCA_OMPI_CUDA_PREFIX` (set by `make check-cuda` to `make -s ompi-cuda-prefix`).
+pub fn prefix() -> PathBuf {
+    path_from_env("RMCA_OMPI_CUDA_PREFIX", || {
+        repo_root().join("build/ompi-cuda/no-prefix-given")
+    })
+}
+
+/// Where `make components-ompi-cuda` puts our components built against [`prefix`].
+pub fn component_dir() -> PathBuf {
+    path_from_env("RMCA_OMPI_CUDA_COMPONENTS", || {
+        repo_root().join("build/ompi-cuda/mca")
+    })
+}
+
+/// Where `make cuda-standin` puts `libcuda.so.1` (and `libcuda.so` to link with).
+pub fn standin_dir() -> PathBuf {
+    path_from_env("RMCA_CUDA_STANDIN_DIR", || {
+        repo_root().join("build/cuda-standin")
+    })
+}
+
+/// The CUDA headers the prefix was configured with (configure-support/ompi-cuda keeps
+/// them beside the prefix).
+pub fn cuda_include_dir() -> PathBuf {
+    path_from_env("RMCA_CUDA_INCLUDE", || {
+        prefix()
+            .parent()
+            .map_or_else(PathBuf::new, |work| work.join("cuda/include"))
+    })
+}
+
+/// True when the tests run on the machine's driver (a real GPU), not the stand-in.
+pub fn real_driver() -> bool {
+    std::env::var_os("RMCA_CUDA_REAL_DRIVER").is_some_and(|v| v == "1")
+}
+
+/// Whether everything the tests need exists; otherwise prints why they skip (or panics
+/// under `RMCA_REQUIRE_OMPI_CUDA`).
+pub fn available() -> bool {
+    let missing = if !is_installation(&prefix()) {
+        Some(format!(
+            "no CUDA-aware Open MPI at {} (RMCA_OMPI_CUDA_PREFIX; `make check-cuda` builds it \
+             and runs these tests)",
+            prefix().display()
+        ))
+    } else if !component_dir().join("mca_btl_rsmcuda.so").is_file() {
+        Some(format!(
+            "no rsmcuda built for the CUDA-aware Open MPI in {} (`make components-ompi-cuda`)",
+            component_dir().display()
+        ))
+    } else if !real_driver() && !standin_dir().join("libcuda.so.1").is_file() {
+        Some(format!(
+            "no CUDA driver stand-in in {} (`make cuda-standin`)",
+            standin_dir().display()
+        ))
+    } else if !cuda_include_dir().join("cuda.h").is_file() {
+        Some(format!(
+            "no cuda.h in {} (configure-support/ompi-cuda keeps it beside the prefix)",
+            cuda_include_dir().display()
+        ))
+    } else {
+        None
+    };
+    match missing {
+        None => true,
+        Some(why) => skip_unless_required("RMCA_REQUIRE_OMPI_CUDA", &why),
+    }
+}
+
+/// `config` on the CUDA-aware Open MPI with our components built for it, the stand-in
+/// first in the library path (unless [`real_driver`]) and its per-process counters
+/// written to `report` (a fresh directory per job; see [`Counters`]).
+pub fn on_cuda(config: McaConfig, report: &Path) -> McaConfig {
+    let name = format!("{}-cuda", config.name);
+    let config = config
+        .on_prefix_with(&prefix(), &component_dir())
+        .named(&name);
+    if real_driver() {
+        return config;
+    }
+    let library_path = match std::env::var("LD_LIBRARY_PATH") {
+        Ok(old) if !old.is_empty() => format!("{}:{old}", standin_dir().display()),
+        _ => standin_dir().display().to_string(),
+    };
+    config
+        .with_env("LD_LIBRARY_PATH", &library_path)
+        .with_env("RMCA_CUDA_STANDIN", "1")
+        .with_env("RMCA_CUDA_STANDIN_REPORT", &report.display().to_string())
+}
+
+/// `tests/cuda/<name>.c` compiled with the CUDA-aware installation's `mpicc`, against
+/// `cuda.h` and linked with `-lcuda` (the stand-in's soname is the driver's, so the
+/// same binary runs on a real driver), into build/ompi-cuda/programs; again whenever
+/// the source, check.h or the installation's `mpicc` is newer.
+pub fn program(name: &str) -> PathBuf {
+    static COMPILING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
+    let source = repo_root().join("tests/cuda").join(format!("{name}.c"));
+    let check_h = repo_root().join("tests/programs/check.h");
+    let mpicc = prefix().join("bin/mpicc");
+    let out_dir = repo_root().join("build/ompi-cuda/programs");
+    std::fs::create_dir_all(&out_dir).expect("create build/ompi-cuda/programs");
+    let binary = out_dir.join(name);
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = modified(&binary).is_some_and(|built| {
+        [&source, &check_h, &mpicc]
+            .iter()
+            .all(|input| modified(input).is_some_and(|m| m <= built))
+    });
+    if !fresh {
+        let out = Command::new(&mpicc)
+            .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-I"])
+            .arg(repo_root().join("tests/programs"))
+            .arg("-I")
+            .arg(cuda_include_dir())
+            .arg("-o")
+            .arg(&binary)
+            .arg(&source)
+            .arg("-L")
+            .arg(standin_dir())
+            .arg("-lcuda")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", mpicc.display()));
+        assert!(
+            out.status.success(),
+            "{} failed on {}:\n{}",
+            mpicc.display(),
+            source.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    binary
+}
+
+/// The stand-in's counters of every process of a job, read from the report directory
+/// (`<pid>.counts`, `name value` lines).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub per_process: Vec<BTreeMap<String, u64>>,
+}
+
+impl Counters {
+    pub fn read(report: &Path) -> Counters {
+        let mut per_process = Vec::new();
+        let Ok(entries) = std::fs::read_dir(report) else {
+            return Counters::default();
+        };
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for file in files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "counts"))
+        {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            per_process.push(
+                text.lines()
+                    .filter_map(|line| {
+                        let (name, value) = line.split_once(' ')?;
+                        Some((name.to_owned(), value.trim().parse().ok()?))
+                    })
+                    .collect(),
+            );
+        }
+        Counters { per_process }
+    }
+
+    /// `name` summed over the processes (0 where a process never counted it).
+    pub fn total(&self, name: &str) -> u64 {
+        self.per_process
+            .iter()
+            .map(|p| p.get(name).copied().unwrap_or(0))
+            .sum()
+    }
+
+    /// `name` of each process, in file order.
+    pub fn each(&self, name: &str) -> Vec<u64> {
+        self.per_process
+            .iter()
+            .map(|p| p.get(name).copied().unwrap_or(0))
+            .collect()
+    }
+}
+
+/// Values of `device_buffers ... pvar NAME VALUE` lines, summed over ranks.
+pub fn pvar_total(stdout: &str, name: &str) -> Option<u64> {
+    let mut total = None;
+    for line in stdout.lines() {
+        let Some((_, rest)) = line.split_once(": pvar ") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        if words.next() != Some(name) {
+            continue;
+        }
+        if let Some(value) = words.next().and_then(|v| v.parse::<u64>().ok()) {
+            *total.get_or_insert(0) += value;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pvar_lines_are_summed_over_ranks() {
+        let out = "device_buffers rank 0: pvar btl_rsmcuda_cuda_ipc_cache_hits 5\n\
+                   device_buffers rank 1: pvar btl_rsmcuda_cuda_ipc_cache_hits 7\n\
+                   device_buffers rank 1: pvar btl_rsmcuda_x absent\n";
+        assert_eq!(pvar_total(out, "btl_rsmcuda_cuda_ipc_cache_hits"), Some(12));
+        assert_eq!(pvar_total(out, "btl_rsmcuda_x"), None);
+        assert_eq!(pvar_total(out, "other"), None);
+    }
+
+    #[test]
+    fn counters_are_read_per_process() {
+        let dir = std::env::temp_dir().join(format!("rmca-counters-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("10.counts"), "copies.dtod 3\nipc.open 1\n").unwrap();
+        std::fs::write(dir.join("11.counts"), "copies.dtod 4\n").unwrap();
+        std::fs::write(dir.join("notes.txt"), "copies.dtod 100\n").unwrap();
+        let counters = Counters::read(&dir);
+        assert_eq!(counters.total("copies.dtod"), 7);
+        assert_eq!(counters.each("ipc.open"), vec![1, 0]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
