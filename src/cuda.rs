@@ -239,12 +239,12 @@ mod tests {
     fn counters_are_read_per_process() {
         let dir = std::env::temp_dir().join(format!("rmca-counters-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("10.counts"), "copies.dtod 3\nipc.open 1\n").unwrap();
-        std::fs::write(dir.join("11.counts"), "copies.dtod 4\n").unwrap();
-        std::fs::write(dir.join("notes.txt"), "copies.dtod 100\n").unwrap();
+        std::fs::write(dir.join("10.counts"), "copy.dtod.count 3\nipc.open.ok 1\n").unwrap();
+        std::fs::write(dir.join("11.counts"), "copy.dtod.count 4\n").unwrap();
+        std::fs::write(dir.join("notes.txt"), "copy.dtod.count 100\n").unwrap();
         let counters = Counters::read(&dir);
-        assert_eq!(counters.total("copies.dtod"), 7);
-        assert_eq!(counters.each("ipc.open"), vec![1, 0]);
+        assert_eq!(counters.total("copy.dtod.count"), 7);
+        assert_eq!(counters.each("ipc.open.ok"), vec![1, 0]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -16,13 +16,14 @@ use std::time::Duration;
 use mca_harness::cuda::{self, Counters, on_cuda, pvar_total};
 use mca_harness::{Job, JobOutput, McaConfig};
 
-const PVARS: [&str; 6] = [
+const PVARS: [&str; 7] = [
     "btl_rsmcuda_cuda_ipc_cache_hits",
     "btl_rsmcuda_cuda_ipc_cache_misses",
     "btl_rsmcuda_cuda_ipc_cache_evictions",
     "btl_rsmcuda_cuda_ipc_peers",
     "btl_rsmcuda_cuda_ipc_unavailable_peers",
     "btl_rsmcuda_single_copy_ops",
+    "btl_rsmcuda_cuda_failures",
 ];
 
 /// A fresh directory for one job's stand-in reports.
@@ -122,9 +123,13 @@ fn rsmcuda_moves_device_buffers_through_ipc() {
     assert!(run.pvar("btl_rsmcuda_cuda_ipc_cache_evictions") > 0);
     assert!(run.pvar("btl_rsmcuda_single_copy_ops") > 0);
     if !cuda::real_driver() {
-        assert!(run.count("ipc.open") > 0, "{:?}", run.counters.per_process);
         assert!(
-            run.count("copies.dtod") > 0,
+            run.count("ipc.open.ok") > 0,
+            "{:?}",
+            run.counters.per_process
+        );
+        assert!(
+            run.count("copy.dtod.count") > 0,
             "{:?}",
             run.counters.per_process
         );
@@ -150,7 +155,7 @@ fn rsmcuda_moves_device_buffers_at_4_ranks() {
     assert!(run.pvar("btl_rsmcuda_cuda_ipc_peers") >= 4);
     if !cuda::real_driver() {
         assert!(
-            run.count("copies.dtod") > 0,
+            run.count("copy.dtod.count") > 0,
             "{:?}",
             run.counters.per_process
         );
@@ -167,11 +172,124 @@ fn stock_smcuda_moves_device_buffers() {
     run.out.assert_passed();
     assert_standin_counted(&run, 2);
     if !cuda::real_driver() {
-        assert!(run.count("ipc.open") > 0, "{:?}", run.counters.per_process);
         assert!(
-            run.count("copies.dtod") > 0,
+            run.count("ipc.open.ok") > 0,
+            "{:?}",
+            run.counters.per_process
+        );
+        assert!(
+            run.count("copy.dtod.count") > 0,
             "{:?}",
             run.counters.per_process
         );
     }
+}
+
+/// Two GPUs without peer access, one rank on each: rsmcuda cannot use CUDA IPC and
+/// says so once per pair with the reason (and its pvar counts the peer); the device
+/// messages still arrive, through host memory, and no IPC handle is opened.
+#[test]
+fn rsmcuda_says_once_why_a_peer_has_no_cuda_ipc() {
+    if !cuda::available() || cuda::real_driver() {
+        return;
+    }
+    let run = run(
+        "rsmcuda-no-peer",
+        "self,rsmcuda",
+        2,
+        &["--quick"],
+        &[
+            ("RMCA_CUDA_STANDIN_DEVICES", "2"),
+            ("RMCA_CUDA_STANDIN_NO_PEER", "all"),
+        ],
+    );
+    run.out.assert_passed();
+    assert_standin_counted(&run, 2);
+    assert!(
+        run.out.stdout.contains("device 1 of 2"),
+        "{}",
+        run.out.report()
+    );
+    let all = format!("{}{}", run.out.stdout, run.out.stderr);
+    let notices = all
+        .matches("cannot use CUDA IPC between local rank")
+        .count();
+    assert_eq!(
+        notices,
+        2,
+        "one notice per rank and peer\n{}",
+        run.out.report()
+    );
+    assert!(
+        all.contains("cuDeviceCanAccessPeer says this process's GPU cannot access the peer's"),
+        "{}",
+        run.out.report()
+    );
+    assert_eq!(run.pvar("btl_rsmcuda_cuda_ipc_unavailable_peers"), 2);
+    assert_eq!(run.pvar("btl_rsmcuda_cuda_ipc_peers"), 0);
+    assert_eq!(
+        run.count("ipc.open.ok"),
+        0,
+        "{:?}",
+        run.counters.per_process
+    );
+}
+
+/// A CUDA call failing in the middle of device gets (the stand-in injects it): the
+/// message is not lost (ob1 resends that part through host memory), the failure is
+/// named once per peer and call, counted, and no IPC mapping is left open.
+fn survives_injected_failure(name: &str, inject: &str, call: &str) {
+    if !cuda::available() || cuda::real_driver() {
+        return;
+    }
+    let run = run(
+        name,
+        "self,rsmcuda",
+        2,
+        &["--quick", "--parts=pr"],
+        &[("RMCA_CUDA_STANDIN_FAIL", inject)],
+    );
+    run.out.assert_passed();
+    assert_standin_counted(&run, 2);
+    assert!(
+        run.count("inject.failures") > 0,
+        "{:?}",
+        run.counters.per_process
+    );
+    assert!(
+        run.pvar("btl_rsmcuda_cuda_failures") > 0,
+        "{}",
+        run.out.report()
+    );
+    let all = format!("{}{}", run.out.stdout, run.out.stderr);
+    assert!(
+        all.contains(&format!("{call} failed with CUresult")),
+        "the help message names {call}\n{}",
+        run.out.report()
+    );
+    // Later messages use IPC again.
+    assert!(
+        run.count("copy.dtod.count") > 0,
+        "{:?}",
+        run.counters.per_process
+    );
+}
+
+#[test]
+fn an_ipc_open_failing_mid_transfer_loses_nothing() {
+    survives_injected_failure(
+        "rsmcuda-fail-open",
+        "cuIpcOpenMemHandle:2",
+        "cuIpcOpenMemHandle",
+    );
+}
+
+#[test]
+fn a_copy_failing_mid_transfer_loses_nothing() {
+    survives_injected_failure("rsmcuda-fail-copy", "cuMemcpyAsync:3", "cuMemcpyAsync");
+}
+
+#[test]
+fn an_event_failing_mid_transfer_loses_nothing() {
+    survives_injected_failure("rsmcuda-fail-event", "cuEventRecord:4", "cuEventRecord");
 }

@@ -16,8 +16,9 @@
  *   c  collectives on device buffers: Bcast (1 MiB), Allreduce (sum of ints)
  *
  * Other flags: --device=N (default: local rank modulo the device count),
- * --pvar=NAME (repeatable: each rank prints "pvar NAME VALUE" for that MPI_T
- * performance variable at the end, or "pvar NAME absent"), and check.h's.
+ * --pvar=NAME (repeatable: each rank prints "pvar NAME VALUE" at the end, the
+ * MPI_T performance variable's count since MPI_Init, or "pvar NAME absent"),
+ * and check.h's.
  */
 #include <cuda.h>
 
@@ -256,21 +257,25 @@ static void part_coll(unsigned char *staging)
     cu_check(cuMemFree(out), "cuMemFree");
 }
 
-static void print_pvars(void)
+/* MPI_T counters count from the moment a handle exists, so the handles are made
+ * right after MPI_Init and read at the end. */
+static MPI_T_pvar_session pvar_session;
+static MPI_T_pvar_handle pvar_handles[MAX_PVARS];
+static int pvar_state[MAX_PVARS]; /* 0 absent, 1 readable, -1 unreadable */
+
+static void start_pvars(void)
 {
     if (npvars == 0)
         return;
     int provided, num = 0;
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_T_pvar_session session;
-    MPI_T_pvar_session_create(&session);
+    MPI_T_pvar_session_create(&pvar_session);
     MPI_T_pvar_get_num(&num);
     for (int k = 0; k < npvars; k++) {
-        int found = 0;
-        for (int i = 0; i < num && !found; i++) {
+        for (int i = 0; i < num && pvar_state[k] == 0; i++) {
             char name[256], desc[1024];
             int name_len = sizeof name, desc_len = sizeof desc, verbosity, var_class, bind,
-                readonly, continuous, atomic;
+                readonly, continuous, atomic, count = 0;
             MPI_Datatype type;
             MPI_T_enum enumtype;
             if (MPI_T_pvar_get_info(i, name, &name_len, &verbosity, &var_class, &type, &enumtype,
@@ -278,26 +283,36 @@ static void print_pvars(void)
                                     &atomic) != MPI_SUCCESS ||
                 strcmp(name, pvar_names[k]) != 0)
                 continue;
-            found = 1;
-            MPI_T_pvar_handle handle;
-            int count = 0;
-            unsigned long long value = 0;
-            if (type != MPI_UNSIGNED_LONG_LONG ||
-                MPI_T_pvar_handle_alloc(session, i, NULL, &handle, &count) != MPI_SUCCESS ||
-                count != 1) {
-                printf("device_buffers rank %d: pvar %s unreadable\n", ck.rank, name);
-                continue;
+            pvar_state[k] = -1;
+            if (type == MPI_UNSIGNED_LONG_LONG &&
+                MPI_T_pvar_handle_alloc(pvar_session, i, NULL, &pvar_handles[k], &count) ==
+                    MPI_SUCCESS &&
+                count == 1) {
+                pvar_state[k] = 1;
+                if (!continuous)
+                    MPI_T_pvar_start(pvar_session, pvar_handles[k]);
             }
-            if (!continuous)
-                MPI_T_pvar_start(session, handle);
-            MPI_T_pvar_read(session, handle, &value);
-            printf("device_buffers rank %d: pvar %s %llu\n", ck.rank, name, value);
-            MPI_T_pvar_handle_free(session, &handle);
         }
-        if (!found)
-            printf("device_buffers rank %d: pvar %s absent\n", ck.rank, pvar_names[k]);
     }
-    MPI_T_pvar_session_free(&session);
+}
+
+static void print_pvars(void)
+{
+    if (npvars == 0)
+        return;
+    for (int k = 0; k < npvars; k++) {
+        unsigned long long value = 0;
+        if (pvar_state[k] == 0) {
+            printf("device_buffers rank %d: pvar %s absent\n", ck.rank, pvar_names[k]);
+        } else if (pvar_state[k] < 0 ||
+                   MPI_T_pvar_read(pvar_session, pvar_handles[k], &value) != MPI_SUCCESS) {
+            printf("device_buffers rank %d: pvar %s unreadable\n", ck.rank, pvar_names[k]);
+        } else {
+            printf("device_buffers rank %d: pvar %s %llu\n", ck.rank, pvar_names[k], value);
+            MPI_T_pvar_handle_free(pvar_session, &pvar_handles[k]);
+        }
+    }
+    MPI_T_pvar_session_free(&pvar_session);
     MPI_T_finalize();
 }
 
@@ -324,6 +339,7 @@ int main(int argc, char **argv)
     cu_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
 
     ck_init(&argc, &argv, "device_buffers", MPI_THREAD_SINGLE);
+    start_pvars();
     printf("device_buffers rank %d: device %d of %d\n", ck.rank, ordinal, devices);
     size_t max = ck.quick ? (size_t)4 << 20 : (size_t)64 << 20;
     unsigned char *staging = ck_alloc(max);
