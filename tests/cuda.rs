@@ -293,3 +293,25 @@ fn a_copy_failing_mid_transfer_loses_nothing() {
 fn an_event_failing_mid_transfer_loses_nothing() {
     survives_injected_failure("rsmcuda-fail-event", "cuEventRecord:4", "cuEventRecord");
 }
+
+/// The stand-in's lazy streams: copies run only as their events are queried, so a
+/// completion reported before its copy finished would show stale bytes.
+#[test]
+fn rsmcuda_waits_for_copies_on_lazy_streams() {
+    if !cuda::available() || cuda::real_driver() {
+        return;
+    }
+    for btl in ["self,rsmcuda", "self,smcuda"] {
+        let name = format!("{}-lazy", btl.trim_start_matches("self,"));
+        let run = run(
+            &name,
+            btl,
+            2,
+            &["--quick"],
+            &[("RMCA_CUDA_STANDIN_ASYNC", "1")],
+        );
+        run.out.assert_passed();
+        assert_standin_counted(&run, 2);
+        assert!(run.count("copy.dtod.count") > 0, "{:?}", run.counters.per_process);
+    }
+}

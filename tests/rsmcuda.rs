@@ -79,6 +79,9 @@ fn ompi_info_documents_every_parameter() {
         "cuda_ipc_cache_hits",
         "cuda_ipc_cache_misses",
         "cuda_ipc_cache_evictions",
+        "cuda_ipc_peers",
+        "cuda_ipc_unavailable_peers",
+        "cuda_failures",
     ] {
         assert!(
             text.contains(&format!("performance \"btl_rsmcuda_{pvar}\"")),
