@@ -40,7 +40,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda
+.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle
 
 all: components
 
@@ -185,6 +185,13 @@ components-ompi-cuda:
 check-cuda: components-ompi-cuda cuda-standin
 	RMCA_OMPI_CUDA_PREFIX=$$(configure-support/ompi-cuda --print-prefix) RMCA_REQUIRE_OMPI_CUDA=1 \
 	    tools/residue/no-residue $(CARGO) test --release --test cuda -- --test-threads=2
+
+# build/gpu-bundle/rmca-gpu-bundle.tar.xz (<= 64 MiB): the CUDA-aware prefix (run-time
+# parts), rsmcuda, tests/cuda's programs and a `run` script, for a machine with a real
+# GPU (configure-support/gpu-bundle). The programs link against the stand-in's
+# libcuda.so (RMCA_CUDA_STANDIN_DIR, default build/cuda-standin), which is not packed.
+gpu-bundle: components-ompi-cuda
+	@configure-support/gpu-bundle
 
 static-ompi:
 	@configure-support/static-ompi
