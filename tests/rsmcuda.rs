@@ -572,3 +572,21 @@ fn aborted_and_killed_dynamic_jobs_leave_nothing() {
 fn rsmcuda_opens_a_module_only_when_named_or_opted_in() {
     mca_harness::assert_btl_opens_only_when_named("rsmcuda", "self,rsmcuda");
 }
+
+/// With a single-copy threshold above some rendezvous sizes, the sender declines to
+/// register those buffers and ob1 asks the receiver's side to schedule puts, even on a
+/// BTL that advertises only GET: rsmcuda serves them with a CMA write (before, its NULL
+/// `btl_put` crashed the sender with SIGSEGV). Every byte is checked.
+#[test]
+fn ob1_puts_below_the_single_copy_threshold_complete() {
+    for threshold in ["100000", "8388608"] {
+        let config = rsmcuda()
+            .with("btl_rsmcuda_single_copy_threshold", threshold)
+            .named(&format!("rsmcuda-threshold-{threshold}"));
+        for program in ["p2p_sizes", "sendrecv_sweep"] {
+            for ranks in [2, 4] {
+                run(&config, ranks, program, &["--quick"]).assert_passed();
+            }
+        }
+    }
+}

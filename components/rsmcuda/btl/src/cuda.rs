@@ -30,7 +30,9 @@ use mca::proc::Proc;
 use mca::{Error, Result, sys, verbose};
 use rsmcuda_core::cache::CacheConfig;
 use rsmcuda_core::ipc::peers::{Envelope, IpcPeers, Output, PeersConfig};
-use rsmcuda_core::reg::{self, DeviceRegion, HOST_HANDLE, REG_HANDLE_LEN, RemoteMemory};
+use rsmcuda_core::reg::{
+    self, DeviceRegion, HOST_HANDLE, REG_HANDLE_LEN, RemoteMemory, UNSHARED_DEVICE_HANDLE,
+};
 use rsmcuda_cuda::{DeviceGets, Done, GetError};
 
 use crate::node::Node;
@@ -76,6 +78,8 @@ static DRIVER: OnceLock<cuda::Driver> = OnceLock::new();
 /// The handle of host buffers while CUDA IPC is active (ob1 copies
 /// REG_HANDLE_LEN bytes of every handle).
 static HOST: [u8; REG_HANDLE_LEN] = HOST_HANDLE;
+/// The handle of device memory registered for its owner's own use.
+static UNSHARED_DEVICE: [u8; REG_HANDLE_LEN] = UNSHARED_DEVICE_HANDLE;
 /// (local rank, CUDA call) pairs already reported as failing: said once each.
 static FAILURES_SAID: Mutex<Option<HashSet<(u32, &'static str)>>> = Mutex::new(None);
 
@@ -384,6 +388,9 @@ pub enum Reg {
     Inactive,
     /// Host memory with CUDA IPC active: the host rules, with [`host_registration`].
     Host,
+    /// Device memory for this process's own use (a get's destination, a put's target):
+    /// [`unshared_device_registration`].
+    UnsharedDevice,
     /// A device buffer's handle.
     Device(Registration),
     /// Device memory that cannot be exported: decline.
@@ -396,7 +403,12 @@ pub fn register(base: *mut u8, size: usize, flags: u32) -> Reg {
     };
     if flags & sys::MCA_BTL_REG_FLAG_REMOTE_READ == 0 {
         // The local side of a get needs nothing: the copy writes through its address.
-        return Reg::Host;
+        // A put's target in device memory must be refused by the peer's put.
+        return if cuda.driver.is_device_pointer(base as u64) {
+            Reg::UnsharedDevice
+        } else {
+            Reg::Host
+        };
     }
     match rsmcuda_cuda::export(cuda.driver, base as u64, size as u64) {
         Ok(None) => Reg::Host,
@@ -405,13 +417,25 @@ pub fn register(base: *mut u8, size: usize, flags: u32) -> Reg {
             lock(&cuda.handles).insert(raw as usize);
             Registration::from_raw(raw.cast()).map_or(Reg::Decline, Reg::Device)
         }
-        Err(code) => {
-            verbose!(
-                crate::stream(),
-                1,
-                "btl:rsmcuda: cannot export device buffer {base:p} ({size} bytes) for CUDA \
-                 IPC (CUresult {code}); ob1 sends it another way"
-            );
+        Err(e) => {
+            stats::bump(&stats::UNSHAREABLE);
+            // Said once per process: an application with such buffers registers them
+            // over and over.
+            static SAID: AtomicBool = AtomicBool::new(false);
+            if !SAID.swap(true, Ordering::Relaxed) {
+                mca::help::show_help(
+                    crate::help::HELP,
+                    "cuda buffer not shareable",
+                    true,
+                    &[
+                        &format!("{base:p}"),
+                        &size.to_string(),
+                        e.call,
+                        &e.code.to_string(),
+                        &cuda.driver.error_string(e.code),
+                    ],
+                );
+            }
             Reg::Decline
         }
     }
@@ -421,6 +445,46 @@ pub fn register(base: *mut u8, size: usize, flags: u32) -> Reg {
 pub fn host_registration() -> Registration {
     Registration::from_raw((&raw const HOST).cast_mut().cast())
         .expect("a static has a non-NULL address")
+}
+
+/// The handle of device memory registered for this process's own use.
+pub fn unshared_device_registration() -> Registration {
+    Registration::from_raw((&raw const UNSHARED_DEVICE).cast_mut().cast())
+        .expect("a static has a non-NULL address")
+}
+
+/// Whether a put must be refused because device memory is on either side: CMA cannot
+/// write device memory, and CUDA IPC is for gets (ob1 then copies that part in and out).
+pub fn put_touches_device(op: &RdmaOp) -> Result<bool> {
+    let Some(cuda) = cuda() else {
+        return Ok(false);
+    };
+    if cuda.driver.is_device_pointer(op.local as u64) {
+        return Ok(true);
+    }
+    Ok(!matches!(
+        remote_memory(op)?,
+        None | Some(RemoteMemory::Host)
+    ))
+}
+
+/// The peer's handle of a get or put, decoded (None: no handle).
+fn remote_memory(op: &RdmaOp) -> Result<Option<RemoteMemory>> {
+    let Some(handle) = op.remote_handle else {
+        return Ok(None);
+    };
+    // SAFETY: with CUDA IPC active our registration_handle_size is REG_HANDLE_LEN, so
+    // ob1 hands us a copy of that many bytes of the peer's handle (in its RGET header,
+    // or its PUT request).
+    let bytes = unsafe { &*handle.as_ptr().cast::<[u8; REG_HANDLE_LEN]>() };
+    reg::decode(bytes).map(Some).map_err(|e| {
+        verbose!(
+            crate::stream(),
+            1,
+            "btl:rsmcuda: a peer's registration handle is bad: {e}"
+        );
+        Error::BAD_PARAM
+    })
 }
 
 /// Releases a device handle from [`register`]; other handles are statics.
@@ -441,23 +505,11 @@ pub fn remote_device(op: &RdmaOp) -> Result<Option<DeviceRegion>> {
     if !active() {
         return Ok(None);
     }
-    let Some(handle) = op.remote_handle else {
-        return Ok(None);
-    };
-    // SAFETY: with CUDA IPC active our registration_handle_size is REG_HANDLE_LEN, so
-    // ob1 hands us a copy of that many bytes of the peer's handle (in its RGET header).
-    let bytes = unsafe { &*handle.as_ptr().cast::<[u8; REG_HANDLE_LEN]>() };
-    match reg::decode(bytes) {
-        Ok(RemoteMemory::Host) => Ok(None),
-        Ok(RemoteMemory::Device(r)) => Ok(Some(r)),
-        Err(e) => {
-            verbose!(
-                crate::stream(),
-                1,
-                "btl:rsmcuda: get with a bad handle: {e}"
-            );
-            Err(Error::BAD_PARAM)
-        }
+    match remote_memory(op)? {
+        None | Some(RemoteMemory::Host) => Ok(None),
+        Some(RemoteMemory::Device(r)) => Ok(Some(r)),
+        // Not registered for remote read: ob1 falls back to send/receive.
+        Some(RemoteMemory::UnsharedDevice) => Err(Error::NOT_SUPPORTED),
     }
 }
 

@@ -236,6 +236,10 @@ impl BtlModule for Module {
     type Endpoint = Endpoint;
     const HAS_SENDI: bool = true;
     const HAS_GET: bool = true;
+    // Not advertised (no MCA_BTL_FLAGS_PUT), but ob1 still asks a GET-only BTL to put
+    // when a rendezvous's sender could not register its buffer (pml_ob1_recvreq.c: its
+    // "registered on both sides" and pipeline branches); a NULL btl_put crashed there.
+    const HAS_PUT: bool = true;
     const HAS_REGISTER_MEM: bool = true;
 
     fn add_procs(btl: &Btl<Self>, procs: &[Proc]) -> Result<Vec<Option<Endpoint>>> {
@@ -418,6 +422,16 @@ impl BtlModule for Module {
         Err(SendiRefused { descriptor })
     }
 
+    /// A CMA write for host memory on both sides; anything else is refused, and ob1 then
+    /// copies that part in and out (pml_ob1_sendreq.c, put_frag_failed).
+    fn put(btl: &Btl<Self>, endpoint: &Endpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
+        let node = btl.node(endpoint).ok_or(Error::UNREACH)?;
+        if cuda::put_touches_device(&op)? {
+            return Err(Error::NOT_SUPPORTED);
+        }
+        single_copy::put(btl, node, endpoint.rank, op, done)
+    }
+
     fn get(btl: &Btl<Self>, endpoint: &Endpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
         let node = btl.node(endpoint).ok_or(Error::UNREACH)?;
         match cuda::remote_device(&op)? {
@@ -440,6 +454,7 @@ impl BtlModule for Module {
             cuda::Reg::Host => {
                 single_copy::register(btl, size, flags).map(|_| cuda::host_registration())
             }
+            cuda::Reg::UnsharedDevice => Some(cuda::unshared_device_registration()),
             cuda::Reg::Device(handle) => Some(handle),
             cuda::Reg::Decline => None,
         }

@@ -119,3 +119,48 @@ pub fn get<M: BtlModule>(
         }
     }
 }
+
+/// Writes our buffer into the buffer of `node`'s rank `rank` and completes inline. Only
+/// reached when ob1 schedules a put on us (see the module's `put`); a failure is
+/// returned without turning CMA off, since a bad target address is about this buffer
+/// only, and ob1 copies that part in and out.
+pub fn put<M: BtlModule>(
+    btl: &Btl<M>,
+    node: &Node,
+    rank: u32,
+    op: RdmaOp,
+    done: RdmaCompletion,
+) -> Result<()> {
+    if !CMA_ON.load(Ordering::Acquire) {
+        return Err(Error::NOT_SUPPORTED);
+    }
+    let pid = node.seg.peer_pid(rank).ok_or(Error::UNREACH)?;
+    let remote = usize::try_from(op.remote).map_err(|_| Error::BAD_PARAM)?;
+    let local = if op.size == 0 {
+        &[][..]
+    } else {
+        // SAFETY: ob1 hands us its send buffer region of op.size bytes for the duration
+        // of the put, and does not touch it until the completion runs.
+        unsafe { std::slice::from_raw_parts(op.local, op.size) }
+    };
+    // SAFETY: the remote range is the receive buffer the peer's ob1 announced in its put
+    // request and leaves alone until our completion's FIN reaches it.
+    match unsafe { cma::write_to(pid as i32, remote, local) } {
+        Ok(()) => {
+            stats::bump(&stats::SINGLE_COPY_OPS);
+            stats::add(&stats::SINGLE_COPY_BYTES, op.size as u64);
+            done.complete(btl, Ok(()));
+            Ok(())
+        }
+        Err(e) => {
+            verbose!(
+                crate::stream(),
+                1,
+                "btl:rsmcuda: CMA write of {} bytes to pid {pid} failed ({e}); ob1 copies \
+                 that part in and out",
+                op.size
+            );
+            Err(Error::ERROR)
+        }
+    }
+}

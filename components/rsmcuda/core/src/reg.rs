@@ -6,7 +6,10 @@
 //! CUDA IPC active that size is [`REG_HANDLE_LEN`]: the 64-byte `CUipcMemHandle`, then
 //! the base and size of the whole allocation (`cuMemGetAddressRange`), little endian.
 //! Host buffers get an all-zero handle (size 0): the receiver reads them with CMA as on
-//! a host without CUDA. Without CUDA IPC the size stays 0 and nothing here is used.
+//! a host without CUDA. Device buffers registered only for their owner's use (a get's
+//! destination, a put's target) get [`UNSHARED_DEVICE_HANDLE`], so that a peer's put
+//! is refused rather than written with CMA. Without CUDA IPC the size stays 0 and
+//! nothing here is used.
 
 use std::fmt;
 
@@ -33,6 +36,9 @@ pub enum RemoteMemory {
     Host,
     /// Device memory: open the handle (through the cache) and copy on the GPU.
     Device(DeviceRegion),
+    /// Device memory registered for its owner's own transfers (a get's destination, a
+    /// put's target): neither CMA nor IPC may touch it.
+    UnsharedDevice,
 }
 
 /// Bytes that are not a handle of ours.
@@ -60,6 +66,18 @@ impl std::error::Error for BadHandle {}
 /// The handle of a host buffer.
 pub const HOST_HANDLE: [u8; REG_HANDLE_LEN] = [0; REG_HANDLE_LEN];
 
+/// The handle of device memory registered without remote read: no IPC handle, base
+/// `u64::MAX`, size 0.
+pub const UNSHARED_DEVICE_HANDLE: [u8; REG_HANDLE_LEN] = {
+    let mut b = [0; REG_HANDLE_LEN];
+    let mut i = 64;
+    while i < 72 {
+        b[i] = 0xff;
+        i += 1;
+    }
+    b
+};
+
 impl DeviceRegion {
     #[must_use]
     pub fn encode(&self) -> [u8; REG_HANDLE_LEN] {
@@ -86,10 +104,10 @@ pub fn decode(bytes: &[u8; REG_HANDLE_LEN]) -> Result<RemoteMemory, BadHandle> {
     let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
     let (base, size) = (word(64), word(72));
     if size == 0 {
-        return if base == 0 && handle == [0; 64] {
-            Ok(RemoteMemory::Host)
-        } else {
-            Err(BadHandle::ZeroSizedDevice)
+        return match (base, handle == [0; 64]) {
+            (0, true) => Ok(RemoteMemory::Host),
+            (u64::MAX, true) => Ok(RemoteMemory::UnsharedDevice),
+            _ => Err(BadHandle::ZeroSizedDevice),
         };
     }
     base.checked_add(size).ok_or(BadHandle::Overflow)?;
@@ -116,6 +134,13 @@ mod tests {
         };
         assert_eq!(decode(&r.encode()), Ok(RemoteMemory::Device(r)));
         assert_eq!(decode(&HOST_HANDLE), Ok(RemoteMemory::Host));
+        assert_eq!(
+            decode(&UNSHARED_DEVICE_HANDLE),
+            Ok(RemoteMemory::UnsharedDevice)
+        );
+        let mut b = UNSHARED_DEVICE_HANDLE;
+        b[0] = 1;
+        assert_eq!(decode(&b), Err(BadHandle::ZeroSizedDevice));
     }
 
     #[test]
