@@ -312,6 +312,51 @@ fn rsmcuda_waits_for_copies_on_lazy_streams() {
         );
         run.out.assert_passed();
         assert_standin_counted(&run, 2);
-        assert!(run.count("copy.dtod.count") > 0, "{:?}", run.counters.per_process);
+        assert!(
+            run.count("copy.dtod.count") > 0,
+            "{:?}",
+            run.counters.per_process
+        );
     }
+}
+
+/// Managed memory has no IPC handle: Open MPI treats it as host memory, rsmcuda
+/// cannot share it and says so once per process (and counts it); the bytes arrive.
+#[test]
+fn rsmcuda_says_once_that_managed_memory_cannot_be_shared() {
+    if !cuda::available() || cuda::real_driver() {
+        return;
+    }
+    let run = run(
+        "rsmcuda-managed",
+        "self,rsmcuda",
+        2,
+        &[
+            "--quick",
+            "--managed",
+            "--pvar=btl_rsmcuda_cuda_unshareable_buffers",
+        ],
+        &[],
+    );
+    run.out.assert_passed();
+    assert_standin_counted(&run, 2);
+    let all = format!("{}{}", run.out.stdout, run.out.stderr);
+    assert_eq!(
+        all.matches("cannot share the GPU buffer").count(),
+        2,
+        "one notice per process\n{}",
+        run.out.report()
+    );
+    assert!(
+        all.contains("cuIpcGetMemHandle failed"),
+        "{}",
+        run.out.report()
+    );
+    assert!(run.pvar("btl_rsmcuda_cuda_unshareable_buffers") > 0);
+    assert_eq!(
+        run.count("ipc.open.ok"),
+        0,
+        "{:?}",
+        run.counters.per_process
+    );
 }

@@ -16,6 +16,7 @@
  *   c  collectives on device buffers: Bcast (1 MiB), Allreduce (sum of ints)
  *
  * Other flags: --device=N (default: local rank modulo the device count),
+ * --managed (every "device" buffer from cuMemAllocManaged instead),
  * --pvar=NAME (repeatable: each rank prints "pvar NAME VALUE" at the end, the
  * MPI_T performance variable's count since MPI_Init, or "pvar NAME absent"),
  * and check.h's.
@@ -35,6 +36,7 @@
 
 static const char *parts = "prhc";
 static int device_arg = -1;
+static int managed;
 static const char *pvar_names[MAX_PVARS];
 static int npvars;
 
@@ -53,7 +55,10 @@ static void cu_check(CUresult r, const char *call)
 static CUdeviceptr dev_alloc(size_t n)
 {
     CUdeviceptr d = 0;
-    cu_check(cuMemAlloc(&d, n + CK_GUARD), "cuMemAlloc");
+    if (managed)
+        cu_check(cuMemAllocManaged(&d, n + CK_GUARD, CU_MEM_ATTACH_GLOBAL), "cuMemAllocManaged");
+    else
+        cu_check(cuMemAlloc(&d, n + CK_GUARD), "cuMemAlloc");
     cu_check(cuMemsetD8(d, CK_GUARD_BYTE, n + CK_GUARD), "cuMemsetD8");
     return d;
 }
@@ -323,6 +328,8 @@ int main(int argc, char **argv)
             parts = argv[i] + 8;
         else if (strncmp(argv[i], "--device=", 9) == 0)
             device_arg = atoi(argv[i] + 9);
+        else if (strcmp(argv[i], "--managed") == 0)
+            managed = 1;
         else if (strncmp(argv[i], "--pvar=", 7) == 0 && npvars < MAX_PVARS)
             pvar_names[npvars++] = argv[i] + 7;
     }

@@ -19,6 +19,7 @@ pub static CACHE_EVICTIONS: AtomicU64 = AtomicU64::new(0);
 pub static IPC_PEERS: AtomicU64 = AtomicU64::new(0);
 pub static IPC_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
 pub static CUDA_FAILURES: AtomicU64 = AtomicU64::new(0);
+pub static UNSHAREABLE: AtomicU64 = AtomicU64::new(0);
 
 pub fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Relaxed);
@@ -113,6 +114,13 @@ const TABLE: &[(&str, &str, PvarClass, &AtomicU64)] = &[
          through host memory)",
         PvarClass::Counter,
         &CUDA_FAILURES,
+    ),
+    (
+        "cuda_unshareable_buffers",
+        "Device buffers offered for remote read that CUDA IPC cannot share (managed \
+         memory, other allocators): the PML moved them through host memory",
+        PvarClass::Counter,
+        &UNSHAREABLE,
     ),
 ];
 

@@ -289,7 +289,7 @@ impl<'g, G: Gpu, T> DeviceGets<'g, G, T> {
 
 mod link;
 
-pub use link::{export, on_control, on_send};
+pub use link::{ExportError, export, on_control, on_send};
 
 #[cfg(test)]
 mod tests;

@@ -28,27 +28,45 @@ pub fn on_control<G: Gpu>(
     peers.on_control(bytes, local, |dev, peer| gpu.can_access_peer(dev, peer))
 }
 
+/// Why a device buffer cannot be shared through CUDA IPC: the driver call that said no
+/// and its CUresult.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportError {
+    pub call: &'static str,
+    pub code: i32,
+}
+
 /// The registration of `len` bytes at `ptr` for remote read: `Ok(None)` for host memory
 /// (the CMA path), the allocation's IPC handle for device memory.
-pub fn export<G: Gpu>(gpu: &G, ptr: u64, len: u64) -> Result<Option<DeviceRegion>, i32> {
+pub fn export<G: Gpu>(gpu: &G, ptr: u64, len: u64) -> Result<Option<DeviceRegion>, ExportError> {
     if !gpu.is_device_pointer(ptr) {
         return Ok(None);
     }
-    let (base, size) = gpu.address_range(ptr)?;
+    let failed = |call| move |code| ExportError { call, code };
+    let (base, size) = gpu
+        .address_range(ptr)
+        .map_err(failed("cuMemGetAddressRange"))?;
     let region = DeviceRegion {
-        handle: gpu.ipc_get_mem_handle(ptr)?,
+        // Managed memory and memory of other allocators have no IPC handle.
+        handle: gpu
+            .ipc_get_mem_handle(ptr)
+            .map_err(failed("cuIpcGetMemHandle"))?,
         base,
         size,
     };
     // The peer checks every get against the allocation; a buffer that does not fit in
     // the one containing its first byte cannot be read through one handle.
     if size == 0 || !region.contains(ptr, len) {
-        return Err(ERROR_INVALID_VALUE);
+        return Err(ExportError {
+            call: "cuMemGetAddressRange",
+            code: ERROR_INVALID_VALUE,
+        });
     }
     // The peer's copy runs on its own stream: with SYNC_MEMOPS the owner's
     // synchronous operations on the buffer are complete before it can read (what a
     // CUDA-aware Open MPI's registration does; no IPC event is needed then).
-    gpu.set_sync_memops(ptr)?;
+    gpu.set_sync_memops(ptr)
+        .map_err(failed("cuPointerSetAttribute"))?;
     Ok(Some(region))
 }
 

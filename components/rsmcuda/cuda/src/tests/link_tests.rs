@@ -150,7 +150,10 @@ fn handshake_with_a_late_context_then_register_get_and_cache() {
     );
     assert_eq!(
         export(&a, 0x10_0000 + 4000, 200),
-        Err(link::ERROR_INVALID_VALUE),
+        Err(link::ExportError {
+            call: "cuMemGetAddressRange",
+            code: link::ERROR_INVALID_VALUE
+        }),
         "a buffer running past its allocation"
     );
 
