@@ -6,7 +6,8 @@
 #   make demo          set up and build if needed, then each of ours beside its stock
 #                      counterpart: 2-rank latency and bandwidth, one short table (< 1 min)
 #   make bench         the full benchmark: every configuration, interleaved rounds,
-#                      medians, ratios, CSV/JSON/PNG under build/bench/ (minutes)
+#                      medians, ratios, CSV/JSON/PNG under build/bench/ (minutes),
+#                      NetPIPE per pair, ratios flagged against docs/bench/summary.csv
 #                      BENCH_ARGS="--configs stock-tcp,rusnic --rounds 5 -- --test latency"
 #   OMPI_PREFIX=/opt/ompi make   build against another Open MPI 4.1.x installation
 #   make static-ompi   Debian's openmpi 4.1.4 source package built with our components

@@ -4,13 +4,17 @@
 //! cores) in one invocation, interleaved (every round runs every configuration, in a
 //! rotated order) and repeated, and the machine's limits with tests/bench/limits in
 //! the same rounds; prints medians with ratios to a baseline and writes CSV, JSON
-//! and PNG plots under build/bench/<stamp>/ (build/bench/latest points there).
+//! and PNG plots under build/bench/<stamp>/ (build/bench/latest points there). Then
+//! NetPIPE for each pair of ours and its stock counterpart, and this run's ratios
+//! against the previous committed ones (regressions.txt: flagged, never failed).
 
 mod configs;
 mod demo;
 mod imb;
+mod netpipe;
 mod pairs;
 mod plot;
+mod regress;
 mod report;
 mod results;
 mod run;
@@ -26,7 +30,8 @@ use results::Sample;
 const USAGE: &str = "\
 usage: rmca-bench [--demo | --quick] [--rounds N] [--series 4.1,5.0] [--configs a,b,...]
                   [--config NAME='--mca K V ...'] [--baseline NAME] [--out DIR] [--no-limits]
-                  [--no-plots] [--imb] [--timeout SECONDS] [--list] [-- mpibench arguments...]
+                  [--no-plots] [--imb] [--no-netpipe] [--baseline-csv FILE | --no-baseline-csv]
+                  [--timeout SECONDS] [--list] [-- mpibench arguments...]
 
   --demo         make demo: each of ours beside its stock counterpart, latency and
                  bandwidth at four sizes, one short table (well under a minute)
@@ -43,6 +48,12 @@ usage: rmca-bench [--demo | --quick] [--rounds N] [--series 4.1,5.0] [--configs 
   --config       a further configuration: --mca triples and -x VAR=value
   --baseline     the configuration ratios are taken against (default: the first)
   --imb          also run IMB-MPI1 PingPong/Sendrecv/Exchange/Allreduce (from PATH)
+  --no-netpipe   skip NetPIPE (NPmpi or Debian's NPopenmpi from PATH: once per configuration
+                 of each 4.1 pair of ours and its stock counterpart measured, 1 B .. 4 MiB)
+  --baseline-csv the previous results this run's ratios are compared with (default:
+                 docs/bench/summary.csv, docs/bench/ompi5.csv when a 5.0 configuration runs);
+                 ratios more than 5 % worse are flagged in regressions.txt, never failed
+  --no-baseline-csv   no comparison with previous results
   after --        arguments for mpibench, e.g. -- --test latency,bw --sizes 0,8,1k,64k
 ";
 
@@ -59,6 +70,9 @@ struct Options {
     limits: bool,
     plots: bool,
     imb: Option<PathBuf>,
+    netpipe: bool,
+    /// The previous summary.csv to compare with (None: no comparison).
+    previous: Option<PathBuf>,
     timeout: Duration,
     bench_args: Vec<String>,
 }
@@ -121,6 +135,8 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
     let mut limits = true;
     let mut plots = true;
     let mut want_imb = false;
+    let mut netpipe = true;
+    let mut previous: Option<Option<PathBuf>> = None;
     let mut timeout = None;
     let mut bench_args = Vec::new();
     let mut it = args.into_iter();
@@ -151,6 +167,15 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
             "--no-limits" => limits = false,
             "--no-plots" => plots = false,
             "--imb" => want_imb = true,
+            "--no-netpipe" => netpipe = false,
+            "--baseline-csv" => {
+                let file = PathBuf::from(value("a summary.csv")?);
+                if !file.is_file() {
+                    return Err(format!("--baseline-csv: no file {}", file.display()));
+                }
+                previous = Some(Some(file));
+            }
+            "--no-baseline-csv" => previous = Some(None),
             "--timeout" => {
                 let v = value("seconds")?;
                 timeout = Some(Duration::from_secs(
@@ -235,6 +260,11 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
         bench_args.push("--quick".to_owned());
     }
     let mode = if quick { "quick" } else { "full" };
+    let previous = match previous {
+        Some(choice) => choice,
+        None if demo => None,
+        None => Some(default_previous(&configs)),
+    };
     Ok(Some(Options {
         demo,
         quick,
@@ -251,9 +281,77 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
         limits: limits && !demo,
         plots: plots && !demo,
         imb,
+        netpipe: netpipe && !demo,
+        previous,
         timeout: timeout.unwrap_or(Duration::from_secs(if quick { 120 } else { 900 })),
         bench_args,
     }))
+}
+
+/// The committed results a run is compared with: those of both series when it
+/// measures a 5.0 configuration, else 4.1's.
+fn default_previous(configs: &[BenchConfig]) -> PathBuf {
+    let file = if configs.iter().any(|c| c.series == Series::Ompi50) {
+        "ompi5.csv"
+    } else {
+        "summary.csv"
+    };
+    mca_harness::repo_root().join("docs/bench").join(file)
+}
+
+/// The pairs NetPIPE runs for: 4.1's (NetPIPE on PATH is built for the system's Open
+/// MPI) whose two configurations are both measured, and the configurations of them.
+fn netpipe_pairs<'a>(
+    configs: &'a [BenchConfig],
+    names: &[String],
+) -> (Vec<pairs::Pair>, Vec<&'a BenchConfig>) {
+    let chosen: Vec<pairs::Pair> = pairs::pairs(Series::Ompi41)
+        .into_iter()
+        .filter(|p| p.measured_in(names))
+        .collect();
+    let run = configs
+        .iter()
+        .filter(|c| {
+            chosen
+                .iter()
+                .any(|p| p.ours == c.config.name || p.stock == c.config.name)
+        })
+        .collect();
+    (chosen, run)
+}
+
+/// This run's ratios against the previous results: the stdout text, and
+/// regressions.txt in `out`. A file that cannot be read is one line, no comparison.
+fn compare_with_previous(
+    previous: &Path,
+    all: &report::Summaries,
+    baseline: &str,
+    out: &Path,
+) -> Result<String, String> {
+    let shown = previous
+        .strip_prefix(mca_harness::repo_root())
+        .unwrap_or(previous)
+        .display()
+        .to_string();
+    let old = match std::fs::read_to_string(previous)
+        .map_err(|e| e.to_string())
+        .and_then(|text| regress::parse_csv(&text))
+    {
+        Ok(points) => points,
+        Err(e) => {
+            return Ok(format!(
+                "# regressions: not compared ({shown}: {e}; --no-baseline-csv skips)\n"
+            ));
+        }
+    };
+    let reference = |config: &str| Some(pairs::stock_of(config).unwrap_or(baseline.to_owned()));
+    let threshold = regress::THRESHOLD_PERCENT;
+    let c = regress::compare(&old, &regress::points_of(all), &reference, threshold);
+    write_file(
+        &out.join("regressions.txt"),
+        &regress::render(&c, &shown, threshold, true),
+    )?;
+    Ok(regress::render(&c, &shown, threshold, false))
 }
 
 /// One line that rewrites itself on a terminal, plain lines otherwise.
@@ -300,10 +398,34 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
     let names: Vec<String> = opts.configs.iter().map(|c| c.config.name.clone()).collect();
     let per_round =
         opts.configs.len() * (1 + usize::from(opts.imb.is_some())) + usize::from(opts.limits);
+    let (np_pairs, np_configs) = netpipe_pairs(&opts.configs, &names);
+    let np_binary = match (opts.netpipe, netpipe::find()) {
+        (false, _) => None,
+        (true, None) => {
+            eprintln!(
+                "rmca-bench: no {} on PATH (Debian: netpipe-openmpi): NetPIPE skipped",
+                netpipe::BINARIES.join(" or ")
+            );
+            None
+        }
+        (true, Some(_)) if np_configs.is_empty() => {
+            eprintln!(
+                "rmca-bench: NetPIPE skipped: no 4.1 pair of ours and its stock counterpart \
+                 among the configurations"
+            );
+            None
+        }
+        (true, found) => found,
+    };
+    let np_runs = if np_binary.is_some() {
+        np_configs.len()
+    } else {
+        0
+    };
     let mut progress = Progress {
         started: Instant::now(),
         done: 0,
-        total: per_round * opts.rounds as usize,
+        total: per_round * opts.rounds as usize + np_runs,
         tty: std::io::stderr().is_terminal(),
     };
     let mut samples: Vec<Sample> = Vec::new();
@@ -346,18 +468,39 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
             }
         }
     }
+    let mut curves = Vec::new();
+    if let Some(binary) = &np_binary {
+        for config in &np_configs {
+            progress.step(&format!("NetPIPE: {}", config.config.name));
+            match run::netpipe(&config.config, binary, opts.timeout, &opts.out) {
+                Ok(curve) => curves.push(curve),
+                Err(e) => failures.push(e),
+            }
+        }
+    }
     progress.finish();
 
     let summaries = results::summarise(&samples);
     let table = report::table(&summaries, &names, &opts.baseline, opts.rounds);
     let pairs_table = pairs::table(&samples, &names);
+    let binary_name = np_binary
+        .as_deref()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let np_table = netpipe::table(&curves, &np_pairs, &binary_name);
+    let regressions = match &opts.previous {
+        Some(previous) => compare_with_previous(previous, &summaries, &opts.baseline, &opts.out)?,
+        None => String::new(),
+    };
     if opts.demo {
         print!("{}", demo::table(&summaries, &names));
     } else {
-        print!("{table}{pairs_table}");
+        print!("{table}{pairs_table}{np_table}{regressions}");
     }
     let mut text = table.clone();
     text.push_str(&pairs_table);
+    text.push_str(&np_table);
     text.push_str(&report::winners(&summaries, &names));
     write_file(&opts.out.join("summary.txt"), &text)?;
     write_file(
@@ -395,9 +538,17 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         &opts.out.join("results.json"),
         &report::json(&meta, &config_lines, &samples, &summaries),
     )?;
+    if !curves.is_empty() {
+        write_file(&opts.out.join("netpipe.csv"), &netpipe::csv(&curves))?;
+    }
     if opts.plots {
-        for chart in plot::CHARTS {
-            match plot::draw(&summaries, &names, chart, &opts.out) {
+        let np_summaries = netpipe::summaries(&curves);
+        let charts = plot::CHARTS
+            .iter()
+            .map(|chart| (chart, &summaries))
+            .chain(netpipe::CHARTS.iter().map(|chart| (chart, &np_summaries)));
+        for (chart, all) in charts {
+            match plot::draw(all, &names, chart, &opts.out) {
                 Ok(Some(path)) => eprintln!("rmca-bench: plot {}", path.display()),
                 Ok(None) => {}
                 Err(e) => failures.push(format!("plot: {e}")),
@@ -411,15 +562,24 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         let _ = std::fs::remove_file(&latest);
         let _ = std::os::unix::fs::symlink(opts.out.file_name().unwrap_or_default(), &latest);
     }
-    eprintln!(
-        "rmca-bench: results in {} (summary.txt, samples.csv, summary.csv, results.json{})",
-        opts.out.display(),
-        match (opts.plots, pairs_table.is_empty()) {
-            (true, true) => ", *.png",
-            (true, false) => ", pairs.csv, *.png",
-            (false, true) => "",
-            (false, false) => ", pairs.csv",
+    let mut files = vec!["summary.txt", "samples.csv", "summary.csv", "results.json"];
+    for (wrote, file) in [
+        (!pairs_table.is_empty(), "pairs.csv"),
+        (!curves.is_empty(), "netpipe.csv"),
+        (
+            opts.out.join("regressions.txt").is_file(),
+            "regressions.txt",
+        ),
+        (opts.plots, "*.png"),
+    ] {
+        if wrote {
+            files.push(file);
         }
+    }
+    eprintln!(
+        "rmca-bench: results in {} ({})",
+        opts.out.display(),
+        files.join(", ")
     );
     if failures.is_empty() {
         Ok(ExitCode::SUCCESS)
@@ -560,6 +720,48 @@ mod tests {
                 .unwrap_err()
                 .contains("5.0")
         );
+    }
+
+    #[test]
+    fn runs_compare_with_the_committed_results_of_their_series() {
+        let docs = mca_harness::repo_root().join("docs/bench");
+        let o = parse(&["--configs", "stock-tcp"]).unwrap().unwrap();
+        assert_eq!(o.previous, Some(docs.join("summary.csv")));
+        assert!(o.netpipe);
+        let o = parse(&["--quick", "--series", "4.1,5.0"]).unwrap().unwrap();
+        assert_eq!(o.previous, Some(docs.join("ompi5.csv")));
+        let file = docs.join("summary.csv").display().to_string();
+        let o = parse(&["--series", "5.0", "--baseline-csv", &file, "--no-netpipe"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(o.previous, Some(docs.join("summary.csv")));
+        assert!(!o.netpipe);
+        let o = parse(&["--no-baseline-csv"]).unwrap().unwrap();
+        assert_eq!(o.previous, None);
+        // The demo neither compares nor runs NetPIPE.
+        let o = parse(&["--demo"]).unwrap().unwrap();
+        assert!(o.previous.is_none() && !o.netpipe);
+        assert!(
+            parse(&["--baseline-csv", "/nonexistent/summary.csv"])
+                .unwrap_err()
+                .contains("no file /nonexistent/summary.csv")
+        );
+    }
+
+    #[test]
+    fn netpipe_runs_the_measured_4_1_pairs_only() {
+        let o = parse(&["--configs", "stock-tcp,rusnic,stock-vader,rusnic-ompi5"]);
+        // rusnic-ompi5 needs nothing to parse; only locate checks what was built.
+        let o = o.unwrap().unwrap();
+        let names: Vec<String> = o.configs.iter().map(|c| c.config.name.clone()).collect();
+        let (pairs, run) = netpipe_pairs(&o.configs, &names);
+        assert_eq!(pairs.len(), 1);
+        assert_eq!(
+            (pairs[0].ours.as_str(), pairs[0].stock.as_str()),
+            ("rusnic", "stock-tcp")
+        );
+        let run: Vec<&str> = run.iter().map(|c| c.config.name.as_str()).collect();
+        assert_eq!(run, ["stock-tcp", "rusnic"]);
     }
 
     #[test]

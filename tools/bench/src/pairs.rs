@@ -68,6 +68,16 @@ pub fn pairs(series: Series) -> Vec<Pair> {
     PAIRS.iter().filter_map(|e| pair_of(e, series)).collect()
 }
 
+/// The stock counterpart of `config` if it is one of ours in a pair of either series
+/// (`rusnic` -> `stock-tcp`, `rsmcuda-ompi5` -> `stock-sm-ompi5`).
+pub fn stock_of(config: &str) -> Option<String> {
+    [Series::Ompi41, Series::Ompi50]
+        .into_iter()
+        .flat_map(pairs)
+        .find(|p| p.ours == config)
+        .map(|p| p.stock)
+}
+
 /// The points of the ratio view: small-message latency, large-message bandwidth.
 pub const POINTS: &[(&str, u64, &str)] = &[
     ("latency", 8, "us"),
@@ -324,6 +334,15 @@ mod tests {
         assert_eq!(p50[1].stock, "stock-ofi-tcp-ompi5");
         assert!(p50[2].about.ends_with("vs sm"));
         assert!(p50.iter().all(|p| p.series == Series::Ompi50));
+    }
+
+    #[test]
+    fn ours_know_their_stock_counterpart() {
+        assert_eq!(stock_of("rusnic").as_deref(), Some("stock-tcp"));
+        assert_eq!(stock_of("rofi-tcp").as_deref(), Some("stock-ofi-tcp"));
+        assert_eq!(stock_of("rsmcuda-ompi5").as_deref(), Some("stock-sm-ompi5"));
+        assert_eq!(stock_of("stock-tcp"), None);
+        assert_eq!(stock_of("rusnic-noput"), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use mca_harness::{Job, McaConfig, program};
 
 use crate::imb;
+use crate::netpipe;
 use crate::report::LIMITS;
 use crate::results::{Sample, parse_result};
 
@@ -139,6 +140,33 @@ pub fn imb(
     let label = format!("{}.imb.{round}", config.name);
     let stdout = run_job(job, &label, out)?;
     Ok(imb::parse(&stdout, &config.name, round))
+}
+
+/// NetPIPE's MPI module under `config`, once: its np.out goes to
+/// `runs/<config>.netpipe.np.out` and becomes the configuration's curve.
+pub fn netpipe(
+    config: &McaConfig,
+    binary: &Path,
+    timeout: Duration,
+    out: &Path,
+) -> Result<netpipe::Curve, String> {
+    let label = format!("{}.netpipe", config.name);
+    let np_out = out.join("runs").join(format!("{label}.np.out"));
+    let _ = std::fs::remove_file(&np_out);
+    let args = netpipe::arguments(&np_out);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let job = Job::new(config, 2, binary)
+        .args(&args)
+        .mpirun_args(mpirun_args(config))
+        .timeout(timeout);
+    run_job(job, &label, out)?;
+    let text = std::fs::read_to_string(&np_out)
+        .map_err(|e| format!("{label}: {}: {e}", np_out.display()))?;
+    let points = netpipe::parse(&text).map_err(|e| format!("{label}: {e}"))?;
+    Ok(netpipe::Curve {
+        config: config.name.clone(),
+        points,
+    })
 }
 
 /// The mpirun arguments of a configuration, for the JSON file (after the `mpirun` of
