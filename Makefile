@@ -41,7 +41,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle
+.PHONY: all components cuda-standin cuda-standin-dir install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle
 
 all: components
 
@@ -65,6 +65,22 @@ endef
 components:
 	$(CARGO) build --release $(foreach c,$(COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
 	$(call place_components,$(COMPONENTS),$(PROFILE_DIR),$(MCA_BUILD),$(HELP_FILES))
+
+# Test fixture, never installed: the CUDA driver stand-in (tools/cuda-standin) as
+# build/cuda-standin/libcuda.so.1 (+ libcuda.so for -lcuda). Only tests that prepend
+# this directory to LD_LIBRARY_PATH (and set RMCA_CUDA_STANDIN=1) load it.
+CUDA_STANDIN_DIR := $(BUILD)/cuda-standin
+
+cuda-standin:
+	$(CARGO) build --release -p cuda-standin
+	@mkdir -p $(CUDA_STANDIN_DIR)
+	@install -m 0755 $(PROFILE_DIR)/libcuda_standin.so $(CUDA_STANDIN_DIR)/.libcuda.so.1.new
+	@mv -f $(CUDA_STANDIN_DIR)/.libcuda.so.1.new $(CUDA_STANDIN_DIR)/libcuda.so.1
+	@ln -sfn libcuda.so.1 $(CUDA_STANDIN_DIR)/libcuda.so
+	@echo "  built $(CUDA_STANDIN_DIR)/libcuda.so.1 (test stand-in, not a driver)"
+
+cuda-standin-dir:
+	@echo $(abspath $(CUDA_STANDIN_DIR))
 
 install: components
 	@configure-support/install-components $(MCA_BUILD) "$(MCA_DIR)"

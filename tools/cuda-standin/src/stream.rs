@@ -1,0 +1,408 @@
+//! Streams, events and the work queue. By default work runs when it is enqueued; with
+//! `RMCA_CUDA_STANDIN_ASYNC=1` each stream's work waits in its queue and runs in order
+//! when a query (one operation per query) or a synchronize (all of it) advances it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::codes::*;
+use crate::config::CONFIG;
+use crate::state::State;
+
+/// Event progress: `recorded` counts records, `completed` is the highest record number
+/// that ran, `time_ns` when it ran. In the heap, or in a shared file for IPC events.
+#[derive(Debug)]
+pub struct EvShared {
+    words: *const AtomicU64,
+    /// Mapped file (length); None for heap.
+    mapped: Option<usize>,
+    /// The file, when this process created it (unlinked at destroy / exit).
+    owned_file: Option<String>,
+}
+
+// SAFETY: the words are atomics in memory that lives as long as this value.
+unsafe impl Send for EvShared {}
+// SAFETY: as above; all access is atomic.
+unsafe impl Sync for EvShared {}
+
+const EV_FILE_LEN: usize = 4096;
+
+pub fn event_file(pid: u32, id: u64) -> String {
+    format!(
+        "{}/{}{pid}-ev{id}",
+        crate::memory::SHM_DIR,
+        crate::memory::PREFIX
+    )
+}
+
+impl EvShared {
+    pub fn heap() -> EvShared {
+        let b: Box<[AtomicU64; 3]> =
+            Box::new([AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)]);
+        EvShared {
+            words: Box::into_raw(b).cast(),
+            mapped: None,
+            owned_file: None,
+        }
+    }
+
+    /// Maps (creating when `create`) the shared event file at `path`.
+    pub fn file(path: &str, create: bool) -> Result<EvShared, CuResult> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(create)
+            .mode(0o600)
+            .open(path)
+            .map_err(|_| if create { OUT_OF_MEMORY } else { INVALID_VALUE })?;
+        if create {
+            f.set_len(EV_FILE_LEN as u64).map_err(|_| OUT_OF_MEMORY)?;
+        } else if f
+            .metadata()
+            .map(|m| m.len() < EV_FILE_LEN as u64)
+            .unwrap_or(true)
+        {
+            return Err(INVALID_VALUE);
+        }
+        // SAFETY: a shared mapping of a file at least EV_FILE_LEN long.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                EV_FILE_LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            if create {
+                let _ = std::fs::remove_file(path);
+            }
+            return Err(OUT_OF_MEMORY);
+        }
+        Ok(EvShared {
+            words: p.cast(),
+            mapped: Some(EV_FILE_LEN),
+            owned_file: create.then(|| path.to_owned()),
+        })
+    }
+
+    fn word(&self, i: usize) -> &AtomicU64 {
+        // SAFETY: `words` points at three live, aligned atomics (heap box or page).
+        unsafe { &*self.words.add(i) }
+    }
+
+    pub fn recorded(&self) -> &AtomicU64 {
+        self.word(0)
+    }
+
+    pub fn completed(&self) -> &AtomicU64 {
+        self.word(1)
+    }
+
+    pub fn time_ns(&self) -> &AtomicU64 {
+        self.word(2)
+    }
+
+    pub fn is_complete(&self) -> bool {
+        self.completed().load(Ordering::Acquire) >= self.recorded().load(Ordering::Acquire)
+    }
+
+    pub fn unlink(&self) {
+        if let Some(f) = &self.owned_file {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+impl Drop for EvShared {
+    fn drop(&mut self) {
+        self.unlink();
+        match self.mapped {
+            // SAFETY: the page mapped in `file`, no longer referenced.
+            Some(len) => unsafe {
+                libc::munmap(self.words as *mut libc::c_void, len);
+            },
+            // SAFETY: the box leaked in `heap`, no longer referenced.
+            None => drop(unsafe { Box::from_raw(self.words as *mut [AtomicU64; 3]) }),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Event {
+    pub flags: u32,
+    pub ctx: usize,
+    /// Process-unique id (names the IPC file).
+    pub id: u64,
+    pub shared: Arc<EvShared>,
+    /// Stream of the last record in this process (to advance it on query).
+    pub last_stream: Option<usize>,
+    pub ipc_opened: bool,
+}
+
+#[derive(Debug)]
+pub enum Op {
+    Copy {
+        dst: usize,
+        src: usize,
+        n: usize,
+    },
+    Set {
+        dst: usize,
+        value: u8,
+        n: usize,
+    },
+    Record {
+        ev: Arc<EvShared>,
+        number: u64,
+    },
+    Wait {
+        ev: Arc<EvShared>,
+        number: u64,
+        stream: Option<usize>,
+    },
+}
+
+#[derive(Debug, Default)]
+pub struct Stream {
+    pub ctx: usize,
+    pub flags: u32,
+    pub queue: VecDeque<Op>,
+}
+
+/// The legacy default stream and its aliases (NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD).
+pub fn stream_key(s: usize) -> usize {
+    if s <= 2 { 0 } else { s }
+}
+
+fn now_ns() -> u64 {
+    static EPOCH: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+    EPOCH.elapsed().as_nanos() as u64
+}
+
+/// What a step did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    Ran,
+    Empty,
+    /// The head waits for an event that nothing in this process can complete.
+    Blocked,
+}
+
+const WAIT_LIMIT: Duration = Duration::from_secs(30);
+
+impl State {
+    pub fn stream_mut(&mut self, s: usize) -> Result<&mut Stream, CuResult> {
+        let k = stream_key(s);
+        if k == 0 {
+            return Ok(self.streams.entry(0).or_default());
+        }
+        self.streams.get_mut(&k).ok_or(INVALID_HANDLE)
+    }
+
+    /// Queues `op` on stream `s`; runs it (and anything before it) at once unless lazy.
+    pub fn enqueue(&mut self, s: usize, op: Op) -> Result<(), CuResult> {
+        self.stream_mut(s)?.queue.push_back(op);
+        if !CONFIG.lazy {
+            self.drain(s)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the head of stream `s`.
+    pub fn step(&mut self, s: usize, depth: u32) -> Step {
+        let k = stream_key(s);
+        let Some(op) = self.streams.get_mut(&k).and_then(|st| st.queue.pop_front()) else {
+            return Step::Empty;
+        };
+        match op {
+            Op::Copy { dst, src, n } => self.execute_copy(dst, src, n),
+            Op::Set { dst, value, n } => {
+                if self.mem.check_device_side(dst, n).is_ok() {
+                    // SAFETY: checked: inside one live mapping of ours.
+                    unsafe { std::ptr::write_bytes(dst as *mut u8, value, n) };
+                } else {
+                    crate::log!("queued memset to {dst:#x} skipped: the memory is gone");
+                }
+            }
+            Op::Record { ev, number } => {
+                ev.time_ns().store(now_ns(), Ordering::Release);
+                ev.completed().fetch_max(number, Ordering::AcqRel);
+            }
+            Op::Wait { ev, number, stream } => {
+                if ev.completed().load(Ordering::Acquire) < number {
+                    let progressed = match stream {
+                        Some(other) if stream_key(other) != k && depth < 8 => {
+                            self.step(other, depth + 1) == Step::Ran
+                        }
+                        _ => false,
+                    };
+                    if let Some(st) = self.streams.get_mut(&k) {
+                        st.queue.push_front(Op::Wait { ev, number, stream });
+                    }
+                    return if progressed { Step::Ran } else { Step::Blocked };
+                }
+            }
+        }
+        Step::Ran
+    }
+
+    /// Runs stream `s` to empty (waiting, within a limit, on other processes' events).
+    pub fn drain(&mut self, s: usize) -> Result<(), CuResult> {
+        let start = Instant::now();
+        loop {
+            match self.step(s, 0) {
+                Step::Empty => return Ok(()),
+                Step::Ran => {}
+                Step::Blocked => {
+                    if start.elapsed() > WAIT_LIMIT {
+                        crate::log!("stream {s:#x} waited {WAIT_LIMIT:?} for an event; giving up");
+                        return Err(TIMEOUT);
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        }
+    }
+
+    /// Runs every stream to empty (cuCtxSynchronize, cuMemFree); with `blocking_only`,
+    /// only those the legacy default stream synchronizes with (synchronous copies).
+    pub fn drain_all(&mut self, blocking_only: bool) -> Result<(), CuResult> {
+        let keys: Vec<usize> = self
+            .streams
+            .iter()
+            .filter(|(_, st)| !blocking_only || st.flags & STREAM_NON_BLOCKING == 0)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in keys {
+            self.drain(k)?;
+        }
+        Ok(())
+    }
+
+    /// Validates a copy and counts it by kind; returns nothing else.
+    pub fn check_copy(&self, dst: usize, src: usize, n: usize) -> Result<(), CuResult> {
+        if n == 0 {
+            return Ok(());
+        }
+        let d = self.mem.check_range(dst, n)?;
+        let s = self.mem.check_range(src, n)?;
+        let kind = match (s, d) {
+            (false, true) => "htod",
+            (true, false) => "dtoh",
+            (true, true) => "dtod",
+            (false, false) => "htoh",
+        };
+        crate::counters::add(&format!("copy.{kind}.count"), 1);
+        crate::counters::add(&format!("copy.{kind}.bytes"), n as u64);
+        Ok(())
+    }
+
+    fn execute_copy(&mut self, dst: usize, src: usize, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.mem.check_range(dst, n).is_err() || self.mem.check_range(src, n).is_err() {
+            crate::log!("queued copy {src:#x} -> {dst:#x} ({n} B) skipped: the memory is gone");
+            return;
+        }
+        // SAFETY: both ranges were checked against the live mappings (device side) or are
+        // host memory the caller handed us for this copy; `copy` allows overlap.
+        unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, n) };
+    }
+
+    /// A synchronous copy: waits for the legacy stream's work, then copies.
+    pub fn copy_now(&mut self, dst: usize, src: usize, n: usize) -> Result<(), CuResult> {
+        self.check_copy(dst, src, n)?;
+        self.drain_all(true)?;
+        self.execute_copy(dst, src, n);
+        Ok(())
+    }
+
+    pub fn copy_async(
+        &mut self,
+        dst: usize,
+        src: usize,
+        n: usize,
+        s: usize,
+    ) -> Result<(), CuResult> {
+        self.stream_mut(s)?;
+        self.check_copy(dst, src, n)?;
+        self.enqueue(s, Op::Copy { dst, src, n })
+    }
+
+    pub fn event(&self, e: usize) -> Result<&Event, CuResult> {
+        self.events.get(&e).ok_or(INVALID_HANDLE)
+    }
+
+    pub fn record(&mut self, e: usize, s: usize) -> Result<(), CuResult> {
+        self.stream_mut(s)?;
+        let ev = self.events.get_mut(&e).ok_or(INVALID_HANDLE)?;
+        ev.last_stream = Some(stream_key(s));
+        let shared = ev.shared.clone();
+        let number = shared.recorded().fetch_add(1, Ordering::AcqRel) + 1;
+        self.enqueue(s, Op::Record { ev: shared, number })
+    }
+
+    pub fn wait_event(&mut self, s: usize, e: usize) -> Result<(), CuResult> {
+        self.stream_mut(s)?;
+        let ev = self.event(e)?;
+        let number = ev.shared.recorded().load(Ordering::Acquire);
+        let op = Op::Wait {
+            ev: ev.shared.clone(),
+            number,
+            stream: ev.last_stream,
+        };
+        self.enqueue(s, op)
+    }
+
+    /// cuEventQuery: done, or advance the recording stream by one operation and say
+    /// not ready.
+    pub fn query_event(&mut self, e: usize) -> CuResult {
+        let Ok(ev) = self.event(e) else {
+            return INVALID_HANDLE;
+        };
+        if ev.shared.is_complete() {
+            return SUCCESS;
+        }
+        if let Some(s) = ev.last_stream {
+            self.step(s, 0);
+        }
+        NOT_READY
+    }
+
+    pub fn sync_event(&mut self, e: usize) -> Result<(), CuResult> {
+        let ev = self.event(e)?;
+        let shared = ev.shared.clone();
+        let stream = ev.last_stream;
+        let start = Instant::now();
+        while !shared.is_complete() {
+            let progressed = stream.is_some_and(|s| self.step(s, 0) == Step::Ran);
+            if !progressed {
+                if start.elapsed() > WAIT_LIMIT {
+                    crate::log!("cuEventSynchronize waited {WAIT_LIMIT:?}; giving up");
+                    return Err(TIMEOUT);
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn query_stream(&mut self, s: usize) -> CuResult {
+        match self.stream_mut(s) {
+            Err(e) => e,
+            Ok(st) if st.queue.is_empty() => SUCCESS,
+            Ok(_) => {
+                self.step(s, 0);
+                NOT_READY
+            }
+        }
+    }
+}
