@@ -17,9 +17,11 @@ fn device_ok(s: &State, dev: c_int) -> Result<i32, CuResult> {
 /// Out-pointers NULL or writable, as in the C API (same below).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> c_int {
-    // SAFETY: out-pointer per the API.
     entry("cuDeviceGetCount", || {
-        state::run(|s| unsafe { put(count, s.devices.len() as c_int) })
+        state::run(|s| {
+            // SAFETY: out-pointer per the API.
+            unsafe { put(count, s.devices.len() as c_int) }
+        })
     })
 }
 
@@ -160,11 +162,11 @@ fn attribute(attr: c_int, physical: i32) -> Option<c_int> {
         50 => 0,               // PCI_DOMAIN_ID
         75 => 8,               // COMPUTE_CAPABILITY_MAJOR
         76 => 0,               // COMPUTE_CAPABILITY_MINOR
-        78 | 79 | 80 => 1,     // STREAM_PRIORITIES, GLOBAL/LOCAL_L1_CACHE
+        78..=80 => 1,          // STREAM_PRIORITIES, GLOBAL/LOCAL_L1_CACHE
         81 => 167_936,         // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
         82 => 65536,           // MAX_REGISTERS_PER_MULTIPROCESSOR
         83 => 1,               // MANAGED_MEMORY
-        84 | 85 | 86 => 0,     // MULTI_GPU_BOARD(_GROUP_ID), HOST_NATIVE_ATOMIC
+        84..=86 => 0,          // MULTI_GPU_BOARD(_GROUP_ID), HOST_NATIVE_ATOMIC
         88 => 0,               // PAGEABLE_MEMORY_ACCESS
         89 => 1,               // CONCURRENT_MANAGED_ACCESS
         90 | 91 => 1,          // COMPUTE_PREEMPTION, HOST_POINTER_FOR_REGISTERED_MEM

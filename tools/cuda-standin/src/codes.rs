@@ -137,14 +137,15 @@ pub fn label(code: CuResult) -> &'static str {
 }
 
 /// The table with NUL-terminated strings, built once (C callers keep the pointers).
-static NAMES: std::sync::LazyLock<Vec<(CuResult, &'static [u8], &'static [u8])>> =
-    std::sync::LazyLock::new(|| {
-        TABLE
-            .iter()
-            .map(|(c, n, d)| {
-                let n: &'static [u8] = format!("{n}\0").into_bytes().leak();
-                let d: &'static [u8] = format!("{d}\0").into_bytes().leak();
-                (*c, n, d)
-            })
-            .collect()
-    });
+type Row = (CuResult, &'static [u8], &'static [u8]);
+
+static NAMES: std::sync::LazyLock<Vec<Row>> = std::sync::LazyLock::new(|| {
+    TABLE
+        .iter()
+        .map(|(c, n, d)| {
+            let n: &'static [u8] = format!("{n}\0").into_bytes().leak();
+            let d: &'static [u8] = format!("{d}\0").into_bytes().leak();
+            (*c, n, d)
+        })
+        .collect()
+});

@@ -51,6 +51,7 @@ pub fn write_report() {
         text.push_str(&format!("{k} {v}\n"));
     }
     let path = format!("{dir}/{}.counts", std::process::id());
+    let _ = std::fs::create_dir_all(dir);
     let tmp = format!("{path}.tmp");
     if std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, &path))

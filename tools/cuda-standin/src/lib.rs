@@ -147,8 +147,8 @@ pub unsafe extern "C" fn cuGetErrorName(err: c_int, out: *mut *const c_char) -> 
 /// `version` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> c_int {
-    // SAFETY: out-pointer per the API.
     entry("cuDriverGetVersion", || {
+        // SAFETY: out-pointer per the API.
         code(unsafe { put(version, 12090) })
     })
 }

@@ -159,18 +159,18 @@ impl Memory {
     fn give_slots(&mut self, start: usize, span: usize) {
         let _ = reserve_at(start, span);
         let (mut start, mut span) = (start, span);
-        if let Some((&next, &nlen)) = self.free.range(start + span..).next() {
-            if next == start + span {
-                self.free.remove(&next);
-                span += nlen;
-            }
+        if let Some((&next, &nlen)) = self.free.range(start + span..).next()
+            && next == start + span
+        {
+            self.free.remove(&next);
+            span += nlen;
         }
-        if let Some((&prev, &plen)) = self.free.range(..start).next_back() {
-            if prev + plen == start {
-                self.free.remove(&prev);
-                start = prev;
-                span += plen;
-            }
+        if let Some((&prev, &plen)) = self.free.range(..start).next_back()
+            && prev + plen == start
+        {
+            self.free.remove(&prev);
+            start = prev;
+            span += plen;
         }
         self.free.insert(start, span);
     }
@@ -287,18 +287,18 @@ impl Memory {
     }
 
     pub fn classify(&self, p: usize) -> Kind {
-        if let Some((&b, a)) = self.allocs.range(..=p).next_back() {
-            if p < b + a.size {
-                return Kind::Device(b);
-            }
+        if let Some((&b, a)) = self.allocs.range(..=p).next_back()
+            && p < b + a.size
+        {
+            return Kind::Device(b);
         }
         if p >= self.base && p < self.base + RESERVED {
             return Kind::Invalid;
         }
-        if let Some((&b, h)) = self.host.range(..=p).next_back() {
-            if p < b + h.size {
-                return Kind::Host(b);
-            }
+        if let Some((&b, h)) = self.host.range(..=p).next_back()
+            && p < b + h.size
+        {
+            return Kind::Host(b);
         }
         Kind::Unknown
     }
@@ -363,10 +363,10 @@ impl Memory {
         if end > self.base && p < self.base + RESERVED {
             return Err(INVALID_VALUE);
         }
-        if let Some((&b, h)) = self.host.range(..end).next_back() {
-            if b + h.size > p {
-                return Err(HOST_MEMORY_ALREADY_REGISTERED);
-            }
+        if let Some((&b, h)) = self.host.range(..end).next_back()
+            && b + h.size > p
+        {
+            return Err(HOST_MEMORY_ALREADY_REGISTERED);
         }
         let buffer_id = self.next_id();
         self.host.insert(
