@@ -185,7 +185,7 @@ check-libfabric2: components components-libfabric2 components-libfabric2-ompi5
 # ~8 min on 2 cores the first time); rsmcuda built against it (target/ompi-cuda →
 # build/ompi-cuda/mca: CUDA support changes Open MPI's structures); and tests/cuda.rs,
 # device buffers end to end through rsmcuda and the stock smcuda on the CUDA driver
-# stand-in (tools/cuda-standin).
+# stand-in (tools/cuda-standin), on 4.1.4 and on 5.0.7.
 ompi-cuda:
 	@configure-support/ompi-cuda
 
@@ -199,15 +199,18 @@ components-ompi-cuda:
 	    $(CARGO) build --release $(foreach c,$(CUDA_COMPONENTS),-p $(word 1,$(subst :, ,$(c))))
 	$(call place_components,$(CUDA_COMPONENTS),target/ompi-cuda/release,$(BUILD)/ompi-cuda/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
 
-check-cuda: components-ompi-cuda cuda-standin
-	RMCA_OMPI_CUDA_PREFIX=$$(configure-support/ompi-cuda --print-prefix) RMCA_REQUIRE_OMPI_CUDA=1 \
+# Both series: 4.1.4 here, and the 5.0.7 of check-ompi5 (configured with CUDA there).
+check-cuda: components-ompi-cuda components-ompi5 cuda-standin
+	RMCA_OMPI_CUDA_PREFIX=$$(configure-support/ompi-cuda --print-prefix) \
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
+	RMCA_CUDA_INCLUDE=$$(configure-support/cuda-headers)/include RMCA_REQUIRE_OMPI_CUDA=1 \
 	    tools/residue/no-residue $(CARGO) test --release --test cuda -- --test-threads=2
 
 # build/gpu-bundle/rmca-gpu-bundle.tar.xz (<= 64 MiB): the CUDA-aware prefix (run-time
 # parts), rsmcuda, tests/cuda's programs and a `run` script, for a machine with a real
 # GPU (configure-support/gpu-bundle). The programs link against the stand-in's
 # libcuda.so (RMCA_CUDA_STANDIN_DIR, default build/cuda-standin), which is not packed.
-gpu-bundle: components-ompi-cuda
+gpu-bundle: components-ompi-cuda cuda-standin
 	@configure-support/gpu-bundle
 
 static-ompi:

@@ -1,7 +1,9 @@
-//! The CUDA-aware Open MPI 4.1.4 (`make ompi-cuda`, configure-support/ompi-cuda), our
-//! components built against it (`make components-ompi-cuda`: build/ompi-cuda/mca) and
-//! the CUDA driver stand-in (`make cuda-standin`: build/cuda-standin/libcuda.so.1,
-//! tools/cuda-standin), for the end-to-end device-memory tests (tests/cuda.rs).
+//! The CUDA-aware Open MPI builds with rsmcuda built for each: 4.1.4 (`make ompi-cuda`,
+//! configure-support/ompi-cuda; `make components-ompi-cuda`: build/ompi-cuda/mca) and
+//! the 5.0.7 of tests/ompi5.rs, configured with CUDA (`make ompi5`, `make
+//! components-ompi5`); and the CUDA driver stand-in (`make cuda-standin`:
+//! build/cuda-standin/libcuda.so.1, tools/cuda-standin), for the end-to-end
+//! device-memory tests (tests/cuda.rs).
 //!
 //! The tests print why they skip and pass when a piece is missing, so that `make
 //! check` does not need the long build; `make check-cuda` builds everything first and
@@ -18,20 +20,41 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use crate::static_ompi::{is_installation, path_from_env, skip_unless_required};
-use crate::{McaConfig, repo_root};
+use crate::{McaConfig, ompi5, repo_root};
 
-/// `RMCA_OMPI_CUDA_PREFIX` (set by `make check-cuda` to `make -s ompi-cuda-prefix`).
-pub fn prefix() -> PathBuf {
-    path_from_env("RMCA_OMPI_CUDA_PREFIX", || {
-        repo_root().join("build/ompi-cuda/no-prefix-given")
-    })
+/// One CUDA-aware Open MPI with our rsmcuda built for it.
+#[derive(Debug, Clone)]
+pub struct CudaBuild {
+    /// `ompi41` or `ompi50`: names configurations and the program directory.
+    pub series: &'static str,
+    pub prefix: PathBuf,
+    pub components: PathBuf,
+    /// The make target that builds what is missing.
+    make: &'static str,
 }
 
-/// Where `make components-ompi-cuda` puts our components built against [`prefix`].
-pub fn component_dir() -> PathBuf {
-    path_from_env("RMCA_OMPI_CUDA_COMPONENTS", || {
-        repo_root().join("build/ompi-cuda/mca")
-    })
+/// Open MPI 4.1.4 configured `--with-cuda` (`RMCA_OMPI_CUDA_PREFIX`, set by `make
+/// check-cuda` to `make -s ompi-cuda-prefix`), rsmcuda in build/ompi-cuda/mca.
+pub fn ompi41() -> CudaBuild {
+    CudaBuild {
+        series: "ompi41",
+        prefix: path_from_env("RMCA_OMPI_CUDA_PREFIX", || {
+            repo_root().join("build/ompi-cuda/no-prefix-given")
+        }),
+        components: repo_root().join("build/ompi-cuda/mca"),
+        make: "make ompi-cuda components-ompi-cuda",
+    }
+}
+
+/// The Open MPI 5.0 of tests/ompi5.rs, configured with CUDA (configure-support/ompi5),
+/// rsmcuda in build/ompi5/mca.
+pub fn ompi50() -> CudaBuild {
+    CudaBuild {
+        series: "ompi50",
+        prefix: ompi5::prefix(),
+        components: ompi5::component_dir(),
+        make: "make ompi5 components-ompi5",
+    }
 }
 
 /// Where `make cuda-standin` puts `libcuda.so.1` (and `libcuda.so` to link with).
@@ -41,11 +64,13 @@ pub fn standin_dir() -> PathBuf {
     })
 }
 
-/// The CUDA headers the prefix was configured with (configure-support/ompi-cuda keeps
-/// them beside the prefix).
+/// The CUDA headers the installations were configured with (`RMCA_CUDA_INCLUDE`, set
+/// by `make check-cuda`; else the copy configure-support/ompi-cuda links beside its
+/// prefix).
 pub fn cuda_include_dir() -> PathBuf {
     path_from_env("RMCA_CUDA_INCLUDE", || {
-        prefix()
+        ompi41()
+            .prefix
             .parent()
             .map_or_else(PathBuf::new, |work| work.join("cuda/include"))
     })
@@ -56,102 +81,112 @@ pub fn real_driver() -> bool {
     std::env::var_os("RMCA_CUDA_REAL_DRIVER").is_some_and(|v| v == "1")
 }
 
-/// Whether everything the tests need exists; otherwise prints why they skip (or panics
-/// under `RMCA_REQUIRE_OMPI_CUDA`).
-pub fn available() -> bool {
-    let missing = if !is_installation(&prefix()) {
-        Some(format!(
-            "no CUDA-aware Open MPI at {} (RMCA_OMPI_CUDA_PREFIX; `make check-cuda` builds it \
-             and runs these tests)",
-            prefix().display()
-        ))
-    } else if !component_dir().join("mca_btl_rsmcuda.so").is_file() {
-        Some(format!(
-            "no rsmcuda built for the CUDA-aware Open MPI in {} (`make components-ompi-cuda`)",
-            component_dir().display()
-        ))
-    } else if !real_driver() && !standin_dir().join("libcuda.so.1").is_file() {
-        Some(format!(
-            "no CUDA driver stand-in in {} (`make cuda-standin`)",
-            standin_dir().display()
-        ))
-    } else if !cuda_include_dir().join("cuda.h").is_file() {
-        Some(format!(
-            "no cuda.h in {} (configure-support/ompi-cuda keeps it beside the prefix)",
-            cuda_include_dir().display()
-        ))
-    } else {
-        None
-    };
-    match missing {
-        None => true,
-        Some(why) => skip_unless_required("RMCA_REQUIRE_OMPI_CUDA", &why),
+impl CudaBuild {
+    /// Whether everything the tests need exists; otherwise prints why they skip (or
+    /// panics under `RMCA_REQUIRE_OMPI_CUDA`).
+    pub fn available(&self) -> bool {
+        let cuda_component = match self.series {
+            "ompi50" => "lib/openmpi/mca_accelerator_cuda.so",
+            _ => "lib/openmpi/mca_btl_smcuda.so",
+        };
+        let missing = if !is_installation(&self.prefix) {
+            Some(format!("no Open MPI at {}", self.prefix.display()))
+        } else if !self.prefix.join(cuda_component).is_file() {
+            Some(format!(
+                "the Open MPI at {} is not built with CUDA (no {cuda_component})",
+                self.prefix.display()
+            ))
+        } else if !self.components.join("mca_btl_rsmcuda.so").is_file() {
+            Some(format!(
+                "no rsmcuda built for it in {}",
+                self.components.display()
+            ))
+        } else if !real_driver() && !standin_dir().join("libcuda.so.1").is_file() {
+            Some(format!(
+                "no CUDA driver stand-in in {} (`make cuda-standin`)",
+                standin_dir().display()
+            ))
+        } else if !cuda_include_dir().join("cuda.h").is_file() {
+            Some(format!(
+                "no cuda.h in {} (configure-support/cuda-headers)",
+                cuda_include_dir().display()
+            ))
+        } else {
+            None
+        };
+        match missing {
+            None => true,
+            Some(why) => skip_unless_required(
+                "RMCA_REQUIRE_OMPI_CUDA",
+                &format!("{why} (`{}`; `make check-cuda` builds all)", self.make),
+            ),
+        }
     }
-}
 
-/// `config` on the CUDA-aware Open MPI with our components built for it, the stand-in
-/// first in the library path (unless [`real_driver`]) and its per-process counters
-/// written to `report` (a fresh directory per job; see [`Counters`]).
-pub fn on_cuda(config: McaConfig, report: &Path) -> McaConfig {
-    let name = format!("{}-cuda", config.name);
-    let config = config
-        .on_prefix_with(&prefix(), &component_dir())
-        .named(&name);
-    if real_driver() {
-        return config;
+    /// `config` on this installation with our components built for it, the stand-in
+    /// first in the library path (unless [`real_driver`]) and its per-process counters
+    /// written to `report` (a fresh directory per job; see [`Counters`]).
+    pub fn config(&self, config: McaConfig, report: &Path) -> McaConfig {
+        let name = format!("{}-cuda-{}", config.name, self.series);
+        let config = config
+            .on_prefix_with(&self.prefix, &self.components)
+            .named(&name);
+        if real_driver() {
+            return config;
+        }
+        let library_path = match std::env::var("LD_LIBRARY_PATH") {
+            Ok(old) if !old.is_empty() => format!("{}:{old}", standin_dir().display()),
+            _ => standin_dir().display().to_string(),
+        };
+        config
+            .with_env("LD_LIBRARY_PATH", &library_path)
+            .with_env("RMCA_CUDA_STANDIN", "1")
+            .with_env("RMCA_CUDA_STANDIN_REPORT", &report.display().to_string())
     }
-    let library_path = match std::env::var("LD_LIBRARY_PATH") {
-        Ok(old) if !old.is_empty() => format!("{}:{old}", standin_dir().display()),
-        _ => standin_dir().display().to_string(),
-    };
-    config
-        .with_env("LD_LIBRARY_PATH", &library_path)
-        .with_env("RMCA_CUDA_STANDIN", "1")
-        .with_env("RMCA_CUDA_STANDIN_REPORT", &report.display().to_string())
-}
 
-/// `tests/cuda/<name>.c` compiled with the CUDA-aware installation's `mpicc`, against
-/// `cuda.h` and linked with `-lcuda` (the stand-in's soname is the driver's, so the
-/// same binary runs on a real driver), into build/ompi-cuda/programs; again whenever
-/// the source, check.h or the installation's `mpicc` is newer.
-pub fn program(name: &str) -> PathBuf {
-    static COMPILING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
-    let source = repo_root().join("tests/cuda").join(format!("{name}.c"));
-    let check_h = repo_root().join("tests/programs/check.h");
-    let mpicc = prefix().join("bin/mpicc");
-    let out_dir = repo_root().join("build/ompi-cuda/programs");
-    std::fs::create_dir_all(&out_dir).expect("create build/ompi-cuda/programs");
-    let binary = out_dir.join(name);
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let fresh = modified(&binary).is_some_and(|built| {
-        [&source, &check_h, &mpicc]
-            .iter()
-            .all(|input| modified(input).is_some_and(|m| m <= built))
-    });
-    if !fresh {
-        let out = Command::new(&mpicc)
-            .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-I"])
-            .arg(repo_root().join("tests/programs"))
-            .arg("-I")
-            .arg(cuda_include_dir())
-            .arg("-o")
-            .arg(&binary)
-            .arg(&source)
-            .arg("-L")
-            .arg(standin_dir())
-            .arg("-lcuda")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", mpicc.display()));
-        assert!(
-            out.status.success(),
-            "{} failed on {}:\n{}",
-            mpicc.display(),
-            source.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    /// `tests/cuda/<name>.c` compiled with this installation's `mpicc`, against
+    /// `cuda.h` and linked with `-lcuda` (the stand-in's soname is the driver's, so the
+    /// same binary runs on a real driver), into build/cuda-programs/<series>; again
+    /// whenever the source, check.h or the installation's `mpicc` is newer.
+    pub fn program(&self, name: &str) -> PathBuf {
+        static COMPILING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
+        let source = repo_root().join("tests/cuda").join(format!("{name}.c"));
+        let check_h = repo_root().join("tests/programs/check.h");
+        let mpicc = self.prefix.join("bin/mpicc");
+        let out_dir = repo_root().join("build/cuda-programs").join(self.series);
+        std::fs::create_dir_all(&out_dir).expect("create build/cuda-programs");
+        let binary = out_dir.join(name);
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let fresh = modified(&binary).is_some_and(|built| {
+            [&source, &check_h, &mpicc]
+                .iter()
+                .all(|input| modified(input).is_some_and(|m| m <= built))
+        });
+        if !fresh {
+            let out = Command::new(&mpicc)
+                .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-I"])
+                .arg(repo_root().join("tests/programs"))
+                .arg("-I")
+                .arg(cuda_include_dir())
+                .arg("-o")
+                .arg(&binary)
+                .arg(&source)
+                .arg("-L")
+                .arg(standin_dir())
+                .arg("-lcuda")
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {}: {e}", mpicc.display()));
+            assert!(
+                out.status.success(),
+                "{} failed on {}:\n{}",
+                mpicc.display(),
+                source.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        binary
     }
-    binary
 }
 
 /// The stand-in's counters of every process of a job, read from the report directory

@@ -1,7 +1,8 @@
 //! MPI on CUDA device memory, end to end, without a GPU: `MPI_Send` on a device
 //! pointer through ob1 and a BTL to the bytes in the peer's device buffer, in the
-//! CUDA-aware Open MPI 4.1.4 (configure-support/ompi-cuda) on the driver stand-in
-//! (tools/cuda-standin), every byte checked by tests/cuda/device_buffers.c. rsmcuda
+//! CUDA-aware Open MPI 4.1.4 (configure-support/ompi-cuda) and 5.0.7
+//! (configure-support/ompi5) on the driver stand-in (tools/cuda-standin), every byte
+//! checked by tests/cuda/device_buffers.c. Every test runs on both series. rsmcuda
 //! and, as the anchor, the stock smcuda run the same program; the stand-in's counters
 //! and rsmcuda's pvars prove which path ran (IPC opens, device-to-device copies,
 //! cache hits, a reallocated buffer's mapping replaced).
@@ -13,7 +14,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mca_harness::cuda::{self, Counters, on_cuda, pvar_total};
+use mca_harness::cuda::{self, Counters, CudaBuild, pvar_total};
 use mca_harness::{Job, JobOutput, McaConfig};
 
 const PVARS: [&str; 7] = [
@@ -51,9 +52,16 @@ impl Run {
     }
 }
 
-fn run(name: &str, btl: &str, ranks: u32, args: &[&str], extra: &[(&str, &str)]) -> Run {
-    let report = report_dir(name);
-    let mut config = on_cuda(
+fn run(
+    build: &CudaBuild,
+    name: &str,
+    btl: &str,
+    ranks: u32,
+    args: &[&str],
+    extra: &[(&str, &str)],
+) -> Run {
+    let report = report_dir(&format!("{name}-{}", build.series));
+    let mut config = build.config(
         McaConfig::new(name, &[("pml", "ob1"), ("btl", btl)]),
         &report,
     );
@@ -67,7 +75,7 @@ fn run(name: &str, btl: &str, ranks: u32, args: &[&str], extra: &[(&str, &str)])
     let pvars: Vec<String> = PVARS.iter().map(|p| format!("--pvar={p}")).collect();
     let mut all_args: Vec<&str> = args.to_vec();
     all_args.extend(pvars.iter().map(String::as_str));
-    let out = Job::new(&config, ranks, cuda::program("device_buffers"))
+    let out = Job::new(&config, ranks, build.program("device_buffers"))
         .args(&all_args)
         .timeout(Duration::from_secs(300))
         .run();
@@ -98,12 +106,12 @@ fn assert_standin_counted(run: &Run, ranks: usize) {
 /// rsmcuda at 2 ranks: every byte right, the handshake done on both ranks, device
 /// messages read through IPC (opens, device-to-device copies), repeated buffers hit
 /// the cache, the reallocated buffer evicts its old mapping, host buffers on CMA.
-#[test]
-fn rsmcuda_moves_device_buffers_through_ipc() {
-    if !cuda::available() {
+fn rsmcuda_moves_device_buffers_through_ipc(build: &CudaBuild) {
+    if !build.available() {
         return;
     }
     let run = run(
+        build,
         "rsmcuda",
         "self,rsmcuda",
         2,
@@ -144,12 +152,11 @@ fn rsmcuda_moves_device_buffers_through_ipc() {
 }
 
 /// The same at 4 ranks (two pairs; the collectives span all four).
-#[test]
-fn rsmcuda_moves_device_buffers_at_4_ranks() {
-    if !cuda::available() {
+fn rsmcuda_moves_device_buffers_at_4_ranks(build: &CudaBuild) {
+    if !build.available() {
         return;
     }
-    let run = run("rsmcuda-4", "self,rsmcuda", 4, &["--quick"], &[]);
+    let run = run(build, "rsmcuda-4", "self,rsmcuda", 4, &["--quick"], &[]);
     run.out.assert_passed();
     assert_standin_counted(&run, 4);
     assert!(run.pvar("btl_rsmcuda_cuda_ipc_peers") >= 4);
@@ -163,12 +170,11 @@ fn rsmcuda_moves_device_buffers_at_4_ranks() {
 }
 
 /// The stock smcuda on the same program and stand-in: the anchor.
-#[test]
-fn stock_smcuda_moves_device_buffers() {
-    if !cuda::available() {
+fn stock_smcuda_moves_device_buffers(build: &CudaBuild) {
+    if !build.available() {
         return;
     }
-    let run = run("stock-smcuda", "self,smcuda", 2, &[], &[]);
+    let run = run(build, "stock-smcuda", "self,smcuda", 2, &[], &[]);
     run.out.assert_passed();
     assert_standin_counted(&run, 2);
     if !cuda::real_driver() {
@@ -188,12 +194,12 @@ fn stock_smcuda_moves_device_buffers() {
 /// Two GPUs without peer access, one rank on each: rsmcuda cannot use CUDA IPC and
 /// says so once per pair with the reason (and its pvar counts the peer); the device
 /// messages still arrive, through host memory, and no IPC handle is opened.
-#[test]
-fn rsmcuda_says_once_why_a_peer_has_no_cuda_ipc() {
-    if !cuda::available() || cuda::real_driver() {
+fn rsmcuda_says_once_why_a_peer_has_no_cuda_ipc(build: &CudaBuild) {
+    if !build.available() || cuda::real_driver() {
         return;
     }
     let run = run(
+        build,
         "rsmcuda-no-peer",
         "self,rsmcuda",
         2,
@@ -238,11 +244,12 @@ fn rsmcuda_says_once_why_a_peer_has_no_cuda_ipc() {
 /// A CUDA call failing in the middle of device gets (the stand-in injects it): the
 /// message is not lost (ob1 resends that part through host memory), the failure is
 /// named once per peer and call, counted, and no IPC mapping is left open.
-fn survives_injected_failure(name: &str, inject: &str, call: &str) {
-    if !cuda::available() || cuda::real_driver() {
+fn survives_injected_failure(build: &CudaBuild, name: &str, inject: &str, call: &str) {
+    if !build.available() || cuda::real_driver() {
         return;
     }
     let run = run(
+        build,
         name,
         "self,rsmcuda",
         2,
@@ -275,35 +282,43 @@ fn survives_injected_failure(name: &str, inject: &str, call: &str) {
     );
 }
 
-#[test]
-fn an_ipc_open_failing_mid_transfer_loses_nothing() {
+fn an_ipc_open_failing_mid_transfer_loses_nothing(build: &CudaBuild) {
     survives_injected_failure(
+        build,
         "rsmcuda-fail-open",
         "cuIpcOpenMemHandle:2",
         "cuIpcOpenMemHandle",
     );
 }
 
-#[test]
-fn a_copy_failing_mid_transfer_loses_nothing() {
-    survives_injected_failure("rsmcuda-fail-copy", "cuMemcpyAsync:3", "cuMemcpyAsync");
+fn a_copy_failing_mid_transfer_loses_nothing(build: &CudaBuild) {
+    survives_injected_failure(
+        build,
+        "rsmcuda-fail-copy",
+        "cuMemcpyAsync:3",
+        "cuMemcpyAsync",
+    );
 }
 
-#[test]
-fn an_event_failing_mid_transfer_loses_nothing() {
-    survives_injected_failure("rsmcuda-fail-event", "cuEventRecord:4", "cuEventRecord");
+fn an_event_failing_mid_transfer_loses_nothing(build: &CudaBuild) {
+    survives_injected_failure(
+        build,
+        "rsmcuda-fail-event",
+        "cuEventRecord:4",
+        "cuEventRecord",
+    );
 }
 
 /// The stand-in's lazy streams: copies run only as their events are queried, so a
 /// completion reported before its copy finished would show stale bytes.
-#[test]
-fn rsmcuda_waits_for_copies_on_lazy_streams() {
-    if !cuda::available() || cuda::real_driver() {
+fn rsmcuda_waits_for_copies_on_lazy_streams(build: &CudaBuild) {
+    if !build.available() || cuda::real_driver() {
         return;
     }
     for btl in ["self,rsmcuda", "self,smcuda"] {
         let name = format!("{}-lazy", btl.trim_start_matches("self,"));
         let run = run(
+            build,
             &name,
             btl,
             2,
@@ -322,12 +337,12 @@ fn rsmcuda_waits_for_copies_on_lazy_streams() {
 
 /// Managed memory has no IPC handle: Open MPI treats it as host memory, rsmcuda
 /// cannot share it and says so once per process (and counts it); the bytes arrive.
-#[test]
-fn rsmcuda_says_once_that_managed_memory_cannot_be_shared() {
-    if !cuda::available() || cuda::real_driver() {
+fn rsmcuda_says_once_that_managed_memory_cannot_be_shared(build: &CudaBuild) {
+    if !build.available() || cuda::real_driver() {
         return;
     }
     let run = run(
+        build,
         "rsmcuda-managed",
         "self,rsmcuda",
         2,
@@ -360,3 +375,33 @@ fn rsmcuda_says_once_that_managed_memory_cannot_be_shared() {
         run.counters.per_process
     );
 }
+
+/// Each test above as `<test>::ompi41` and `<test>::ompi50`.
+macro_rules! on_both_series {
+    ($($test:ident),* $(,)?) => {
+        $(
+            mod $test {
+                #[test]
+                fn ompi41() {
+                    super::$test(&super::cuda::ompi41());
+                }
+                #[test]
+                fn ompi50() {
+                    super::$test(&super::cuda::ompi50());
+                }
+            }
+        )*
+    };
+}
+
+on_both_series!(
+    rsmcuda_moves_device_buffers_through_ipc,
+    rsmcuda_moves_device_buffers_at_4_ranks,
+    stock_smcuda_moves_device_buffers,
+    rsmcuda_says_once_why_a_peer_has_no_cuda_ipc,
+    an_ipc_open_failing_mid_transfer_loses_nothing,
+    a_copy_failing_mid_transfer_loses_nothing,
+    an_event_failing_mid_transfer_loses_nothing,
+    rsmcuda_waits_for_copies_on_lazy_streams,
+    rsmcuda_says_once_that_managed_memory_cannot_be_shared,
+);
