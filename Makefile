@@ -200,7 +200,7 @@ components-ompi-cuda:
 	$(call place_components,$(CUDA_COMPONENTS),target/ompi-cuda/release,$(BUILD)/ompi-cuda/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
 
 # Both series: 4.1.4 here, and the 5.0.7 of check-ompi5 (configured with CUDA there).
-check-cuda: components-ompi-cuda components-ompi5 cuda-standin
+check-cuda: components-ompi-cuda components-ompi5 cuda-standin gpu-bundle
 	RMCA_OMPI_CUDA_PREFIX=$$(configure-support/ompi-cuda --print-prefix) \
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
 	RMCA_CUDA_INCLUDE=$$(configure-support/cuda-headers)/include RMCA_REQUIRE_OMPI_CUDA=1 \

@@ -405,3 +405,57 @@ on_both_series!(
     rsmcuda_waits_for_copies_on_lazy_streams,
     rsmcuda_says_once_that_managed_memory_cannot_be_shared,
 );
+
+/// `make gpu-bundle`'s tarball, unpacked elsewhere, runs its whole `--quick` script
+/// on the stand-in: the relocated prefix, our component and both programs work
+/// without the checkout (the bundle carries no libcuda of its own).
+#[test]
+fn the_gpu_bundle_runs_from_anywhere() {
+    let bundle = mca_harness::repo_root().join("build/gpu-bundle/rmca-gpu-bundle.tar.xz");
+    if !bundle.is_file() {
+        mca_harness::static_ompi::skip_unless_required(
+            "RMCA_REQUIRE_OMPI_CUDA",
+            "no build/gpu-bundle/rmca-gpu-bundle.tar.xz (`make gpu-bundle`)",
+        );
+        return;
+    }
+    if cuda::real_driver() || !cuda::ompi41().available() {
+        return;
+    }
+    let dir = report_dir("bundle");
+    let listing = std::process::Command::new("tar")
+        .arg("tJf")
+        .arg(&bundle)
+        .output()
+        .expect("tar");
+    let names = String::from_utf8_lossy(&listing.stdout);
+    assert!(
+        !names
+            .lines()
+            .any(|n| n.rsplit('/').next().unwrap_or("").starts_with("libcuda")),
+        "the bundle must use the machine's driver, not carry one"
+    );
+    let unpacked = std::process::Command::new("tar")
+        .arg("xJf")
+        .arg(&bundle)
+        .arg("-C")
+        .arg(&dir)
+        .status()
+        .expect("tar");
+    assert!(unpacked.success());
+    let out = std::process::Command::new(dir.join("rmca-gpu-bundle/run"))
+        .arg("--quick")
+        .current_dir(&dir)
+        .env("LD_LIBRARY_PATH", cuda::standin_dir())
+        .env("RMCA_CUDA_STANDIN", "1")
+        .env_remove("OMPI_MCA_mca_base_component_path")
+        .output()
+        .expect("run the bundle");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success() && stdout.contains("ALL PASSED"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
