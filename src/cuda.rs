@@ -16,10 +16,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 
-use crate::static_ompi::{is_installation, path_from_env, skip_unless_required};
+use crate::static_ompi::{compile_once, is_installation, path_from_env, skip_unless_required};
 use crate::{McaConfig, ompi5, repo_root};
 
 /// One CUDA-aware Open MPI with our rsmcuda built for it.
@@ -152,39 +151,18 @@ impl CudaBuild {
         static COMPILING: Mutex<()> = Mutex::new(());
         let _one_at_a_time = COMPILING.lock().unwrap_or_else(|e| e.into_inner());
         let source = repo_root().join("tests/cuda").join(format!("{name}.c"));
-        let check_h = repo_root().join("tests/programs/check.h");
-        let mpicc = self.prefix.join("bin/mpicc");
         let out_dir = repo_root().join("build/cuda-programs").join(self.series);
         std::fs::create_dir_all(&out_dir).expect("create build/cuda-programs");
         let binary = out_dir.join(name);
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        let fresh = modified(&binary).is_some_and(|built| {
-            [&source, &check_h, &mpicc]
-                .iter()
-                .all(|input| modified(input).is_some_and(|m| m <= built))
-        });
-        if !fresh {
-            let out = Command::new(&mpicc)
-                .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-I"])
-                .arg(repo_root().join("tests/programs"))
-                .arg("-I")
-                .arg(cuda_include_dir())
-                .arg("-o")
-                .arg(&binary)
-                .arg(&source)
-                .arg("-L")
-                .arg(standin_dir())
-                .arg("-lcuda")
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run {}: {e}", mpicc.display()));
-            assert!(
-                out.status.success(),
-                "{} failed on {}:\n{}",
-                mpicc.display(),
-                source.display(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        let link_dir = std::ffi::OsString::from(format!("-L{}", standin_dir().display()));
+        compile_once(
+            &self.prefix.join("bin/mpicc"),
+            &source,
+            &[repo_root().join("tests/programs"), cuda_include_dir()],
+            &[],
+            &[&link_dir, std::ffi::OsStr::new("-lcuda")],
+            &binary,
+        );
         binary
     }
 }

@@ -7,6 +7,7 @@
 //! `make check-static` builds it first and sets `RMCA_REQUIRE_STATIC_OMPI=1`, which
 //! turns a missing installation into a failure.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -98,34 +99,57 @@ pub fn program_for(prefix: &Path, name: &str) -> PathBuf {
     );
     std::fs::create_dir_all(&out_dir).expect("create build/prefix-programs");
     let binary = out_dir.join(name);
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let fresh = match modified(&binary) {
-        Some(built) => [&source, &mpicc]
-            .iter()
-            .all(|input| modified(input).is_some_and(|m| m <= built)),
-        None => false,
-    };
-    if !fresh {
-        let out = Command::new(&mpicc)
-            .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-I"])
-            .arg(source.parent().expect("source has a directory"))
-            // check.h, for programs kept outside tests/programs (tests/ompi5).
-            .arg("-I")
-            .arg(repo_root().join("tests/programs"))
-            .arg("-o")
-            .arg(&binary)
-            .arg(&source)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", mpicc.display()));
-        assert!(
-            out.status.success(),
-            "{} failed on {}:\n{}",
-            mpicc.display(),
-            source.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    // check.h, for programs kept outside tests/programs (tests/ompi5).
+    let includes = [
+        source.parent().expect("source has a directory").to_owned(),
+        repo_root().join("tests/programs"),
+    ];
+    compile_once(&mpicc, &source, &includes, &["-pthread"], &[], &binary);
     binary
+}
+
+/// Compiles `source` into `binary` with `mpicc` (warnings are errors), unless `binary`
+/// is newer than the source, check.h and `mpicc`: `-I` for every directory of
+/// `includes`, `flags` before and `libs` after the source.
+pub(crate) fn compile_once(
+    mpicc: &Path,
+    source: &Path,
+    includes: &[PathBuf],
+    flags: &[&str],
+    libs: &[&OsStr],
+    binary: &Path,
+) {
+    let check_h = repo_root().join("tests/programs/check.h");
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = modified(binary).is_some_and(|built| {
+        [source, &check_h, mpicc]
+            .iter()
+            .all(|input| modified(input).is_some_and(|m| m <= built))
+    });
+    if fresh {
+        return;
+    }
+    let mut command = Command::new(mpicc);
+    command
+        .args(["-O2", "-g", "-Wall", "-Wextra", "-Werror"])
+        .args(flags);
+    for dir in includes {
+        command.arg("-I").arg(dir);
+    }
+    let out = command
+        .arg("-o")
+        .arg(binary)
+        .arg(source)
+        .args(libs)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", mpicc.display()));
+    assert!(
+        out.status.success(),
+        "{} failed on {}:\n{}",
+        mpicc.display(),
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `<prefix>/bin/ompi_info` with `args`, its own component directory only; stdout.

@@ -50,6 +50,15 @@ impl Run {
     fn count(&self, name: &str) -> u64 {
         self.counters.total(name)
     }
+
+    /// The stand-in counted `name` at least once in some rank.
+    fn assert_counted(&self, name: &str) {
+        assert!(
+            self.count(name) > 0,
+            "stand-in counter {name} is 0: {:?}",
+            self.counters.per_process
+        );
+    }
 }
 
 fn run(
@@ -131,16 +140,8 @@ fn rsmcuda_moves_device_buffers_through_ipc(build: &CudaBuild) {
     assert!(run.pvar("btl_rsmcuda_cuda_ipc_cache_evictions") > 0);
     assert!(run.pvar("btl_rsmcuda_single_copy_ops") > 0);
     if !cuda::real_driver() {
-        assert!(
-            run.count("ipc.open.ok") > 0,
-            "{:?}",
-            run.counters.per_process
-        );
-        assert!(
-            run.count("copy.dtod.count") > 0,
-            "{:?}",
-            run.counters.per_process
-        );
+        run.assert_counted("ipc.open.ok");
+        run.assert_counted("copy.dtod.count");
         assert!(
             run.out
                 .stdout
@@ -161,11 +162,7 @@ fn rsmcuda_moves_device_buffers_at_4_ranks(build: &CudaBuild) {
     assert_standin_counted(&run, 4);
     assert!(run.pvar("btl_rsmcuda_cuda_ipc_peers") >= 4);
     if !cuda::real_driver() {
-        assert!(
-            run.count("copy.dtod.count") > 0,
-            "{:?}",
-            run.counters.per_process
-        );
+        run.assert_counted("copy.dtod.count");
     }
 }
 
@@ -178,16 +175,8 @@ fn stock_smcuda_moves_device_buffers(build: &CudaBuild) {
     run.out.assert_passed();
     assert_standin_counted(&run, 2);
     if !cuda::real_driver() {
-        assert!(
-            run.count("ipc.open.ok") > 0,
-            "{:?}",
-            run.counters.per_process
-        );
-        assert!(
-            run.count("copy.dtod.count") > 0,
-            "{:?}",
-            run.counters.per_process
-        );
+        run.assert_counted("ipc.open.ok");
+        run.assert_counted("copy.dtod.count");
     }
 }
 
@@ -258,11 +247,7 @@ fn survives_injected_failure(build: &CudaBuild, name: &str, inject: &str, call: 
     );
     run.out.assert_passed();
     assert_standin_counted(&run, 2);
-    assert!(
-        run.count("inject.failures") > 0,
-        "{:?}",
-        run.counters.per_process
-    );
+    run.assert_counted("inject.failures");
     assert!(
         run.pvar("btl_rsmcuda_cuda_failures") > 0,
         "{}",
@@ -275,11 +260,7 @@ fn survives_injected_failure(build: &CudaBuild, name: &str, inject: &str, call: 
         run.out.report()
     );
     // Later messages use IPC again.
-    assert!(
-        run.count("copy.dtod.count") > 0,
-        "{:?}",
-        run.counters.per_process
-    );
+    run.assert_counted("copy.dtod.count");
 }
 
 fn an_ipc_open_failing_mid_transfer_loses_nothing(build: &CudaBuild) {
@@ -327,11 +308,7 @@ fn rsmcuda_waits_for_copies_on_lazy_streams(build: &CudaBuild) {
         );
         run.out.assert_passed();
         assert_standin_counted(&run, 2);
-        assert!(
-            run.count("copy.dtod.count") > 0,
-            "{:?}",
-            run.counters.per_process
-        );
+        run.assert_counted("copy.dtod.count");
     }
 }
 

@@ -21,9 +21,8 @@
  * MPI_T performance variable's count since MPI_Init, or "pvar NAME absent"),
  * and check.h's.
  */
-#include <cuda.h>
-
 #include "check.h"
+#include "cuda_buffers.h"
 
 #define TAG_P2P 11
 #define TAG_ISEND 12
@@ -39,17 +38,6 @@ static int device_arg = -1;
 static int managed;
 static const char *pvar_names[MAX_PVARS];
 static int npvars;
-
-static void cu_check(CUresult r, const char *call)
-{
-    if (r != CUDA_SUCCESS) {
-        const char *name = NULL;
-        cuGetErrorName(r, &name);
-        fprintf(stderr, "device_buffers rank %d: %s failed: %s (%d)\n", ck.rank, call,
-                name ? name : "?", (int)r);
-        MPI_Abort(MPI_COMM_WORLD, 3);
-    }
-}
 
 /* A device buffer of n payload bytes plus the guard, all CK_GUARD_BYTE. */
 static CUdeviceptr dev_alloc(size_t n)
@@ -67,25 +55,6 @@ static void dev_clear(CUdeviceptr d, size_t n)
 {
     cu_check(cuMemsetD8(d, CK_GUARD_BYTE, n + CK_GUARD), "cuMemsetD8");
 }
-
-/* Fills device buffer d with the payload src -> dst (tag, idx), through host. */
-static void dev_fill(CUdeviceptr d, unsigned char *staging, size_t n, int src, int dst, int tag,
-                     long idx)
-{
-    ck_fill(staging, n, src, dst, tag, idx);
-    if (n > 0)
-        cu_check(cuMemcpyHtoD(d, staging, n), "cuMemcpyHtoD");
-}
-
-/* Copies the payload and its guard back to host and checks both. */
-static int dev_verify(const char *what, CUdeviceptr d, unsigned char *staging, size_t n, int src,
-                      int dst, int tag, long idx)
-{
-    cu_check(cuMemcpyDtoH(staging, d, n + CK_GUARD), "cuMemcpyDtoH");
-    return ck_verify(what, staging, n, src, dst, tag, idx);
-}
-
-static void *ptr(CUdeviceptr d) { return (void *)(uintptr_t)d; }
 
 static int partner(void)
 {
@@ -333,17 +302,8 @@ int main(int argc, char **argv)
         else if (strncmp(argv[i], "--pvar=", 7) == 0 && npvars < MAX_PVARS)
             pvar_names[npvars++] = argv[i] + 7;
     }
-    /* The context exists before MPI_Init, as CUDA-aware MPI programs do it. */
-    int devices = 0;
-    CUdevice dev;
-    CUcontext ctx;
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    cu_check(cuInit(0), "cuInit");
-    cu_check(cuDeviceGetCount(&devices), "cuDeviceGetCount");
-    int ordinal = device_arg >= 0 ? device_arg : (local ? atoi(local) : 0) % devices;
-    cu_check(cuDeviceGet(&dev, ordinal), "cuDeviceGet");
-    cu_check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    cu_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    int devices = 0, ordinal = 0;
+    CUdevice dev = cu_open_device("device_buffers", device_arg, &ordinal, &devices);
 
     ck_init(&argc, &argv, "device_buffers", MPI_THREAD_SINGLE);
     start_pvars();

@@ -41,10 +41,10 @@
  * and check.h's --quick, --verbose, --inject-corruption (one rank's first checked
  * buffer gets a flipped byte: that figure must come out "unverified").
  */
-#include <cuda.h>
 #include <limits.h>
 
 #include "check.h"
+#include "cuda_buffers.h"
 
 #define TAG_BW 31
 #define TAG_ACK 32
@@ -61,19 +61,6 @@ static int window = -1;
 static long lat_iters = -1;
 static int device_arg = -1;
 static const char *parts = "dtod,mpi,lat";
-
-static void cu_check(CUresult r, const char *call)
-{
-    if (r != CUDA_SUCCESS) {
-        const char *name = NULL;
-        cuGetErrorName(r, &name);
-        fprintf(stderr, "device_bw rank %d: %s failed: %s (%d)\n", ck.rank, call,
-                name ? name : "?", (int)r);
-        MPI_Abort(MPI_COMM_WORLD, 3);
-    }
-}
-
-static void *ptr(CUdeviceptr d) { return (void *)(uintptr_t)d; }
 
 static int want(const char *part) { return strstr(parts, part) != NULL; }
 
@@ -140,22 +127,6 @@ static CUdeviceptr dev_alloc(size_t n)
     cu_check(cuMemAlloc(&d, n + CK_GUARD), "cuMemAlloc");
     cu_check(cuMemsetD8(d, CK_GUARD_BYTE, n + CK_GUARD), "cuMemsetD8");
     return d;
-}
-
-static void dev_fill(CUdeviceptr d, unsigned char *staging, size_t n, int src, int dst, int tag,
-                     long idx)
-{
-    ck_fill(staging, n, src, dst, tag, idx);
-    cu_check(cuMemcpyHtoD(d, staging, n), "cuMemcpyHtoD");
-}
-
-static int dev_verify(const char *what, CUdeviceptr d, unsigned char *staging, size_t n, int src,
-                      int dst, int tag, long idx)
-{
-    cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
-    cu_check(cuMemcpyDtoH(staging, d, n + CK_GUARD), "cuMemcpyDtoH");
-    ck_maybe_inject(staging, n);
-    return ck_verify(what, staging, n, src, dst, tag, idx);
 }
 
 /* Prints "device_bw <key> <size> <value>" or "... unverified" on rank 0. */
@@ -392,21 +363,8 @@ int main(int argc, char **argv)
     if (!parse_sizes(sizes_arg))
         usage_exit(sizes_arg);
 
-    /* The context exists before MPI_Init, as CUDA-aware MPI programs do it. */
-    int devices = 0;
-    CUdevice dev;
-    CUcontext ctx;
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    cu_check(cuInit(0), "cuInit");
-    cu_check(cuDeviceGetCount(&devices), "cuDeviceGetCount");
-    if (devices < 1) {
-        fprintf(stderr, "device_bw: no CUDA device\n");
-        return 3;
-    }
-    int ordinal = device_arg >= 0 ? device_arg : (local ? atoi(local) : 0) % devices;
-    cu_check(cuDeviceGet(&dev, ordinal), "cuDeviceGet");
-    cu_check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    cu_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    int devices = 0, ordinal = 0;
+    CUdevice dev = cu_open_device("device_bw", device_arg, &ordinal, &devices);
 
     ck_init(&argc, &argv, "device_bw", MPI_THREAD_SINGLE);
     char name[128] = "?";
