@@ -630,6 +630,14 @@ pub unsafe extern "C" fn cuMemcpy(dst: CuPtr, src: CuPtr, n: usize) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyAsync(dst: CuPtr, src: CuPtr, n: usize, stream: Handle) -> c_int {
     entry("cuMemcpyAsync", || {
+        // `cuMemcpyAsync@ipc`: only the copies that read another process's memory (a
+        // transport's IPC get), so a test can fail those and not the MPI library's own.
+        let from_peer = state::lock()
+            .as_ref()
+            .is_some_and(|s| s.mem.in_ipc_mapping(src as usize));
+        if from_peer && let Some(code) = crate::inject::check("cuMemcpyAsync@ipc") {
+            return code;
+        }
         copy(dst as usize, src as usize, n, UNIFIED, Some(stream))
     })
 }

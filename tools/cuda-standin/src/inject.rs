@@ -2,7 +2,9 @@
 //!
 //! The n-th call (1-based) of `<entry>` (its plain name: `cuMemAlloc` covers
 //! `cuMemAlloc_v2` too) fails with `<code>` (default 999, CUDA_ERROR_UNKNOWN) without
-//! doing anything; with `+`, every call from the n-th on.
+//! doing anything; with `+`, every call from the n-th on. `cuMemcpyAsync@ipc` counts only
+//! the `cuMemcpyAsync` calls that read from a mapping of another process's IPC handle
+//! (a transport's get), so a test can fail those and not the MPI library's own copies.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex};

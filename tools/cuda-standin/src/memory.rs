@@ -286,6 +286,14 @@ impl Memory {
         Some(a)
     }
 
+    /// Whether `p` lies in a mapping opened from another process's IPC handle.
+    pub fn in_ipc_mapping(&self, p: usize) -> bool {
+        self.allocs
+            .range(..=p)
+            .next_back()
+            .is_some_and(|(&b, a)| p < b + a.size && matches!(a.origin, Origin::Ipc { .. }))
+    }
+
     pub fn classify(&self, p: usize) -> Kind {
         if let Some((&b, a)) = self.allocs.range(..=p).next_back()
             && p < b + a.size
