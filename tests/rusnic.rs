@@ -417,6 +417,7 @@ fn ompi_info_documents_every_parameter() {
         "ack_delay",
         "ack_every",
         "tail_probe",
+        "rack",
         "dup_ack_threshold",
         "max_reassemblies",
         "max_queued",

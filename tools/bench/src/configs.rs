@@ -453,6 +453,20 @@ fn registry41() -> Vec<BenchConfig> {
         BenchConfig {
             loss: Some(RUSNIC_LOSS),
             ..ours(
+                "rusnic-norack",
+                &[
+                    ("pml", "ob1"),
+                    ("btl", "self,rusnic"),
+                    ("btl_rusnic_if_include", "lo"),
+                    ("btl_rusnic_rack", "0"),
+                ],
+                "mca_btl_rusnic.so",
+                "rusnic without RACK loss detection: a lost retransmission waits for the retransmission timeout",
+            )
+        },
+        BenchConfig {
+            loss: Some(RUSNIC_LOSS),
+            ..ours(
                 "rusnic-noput",
                 &[
                     ("pml", "ob1"),

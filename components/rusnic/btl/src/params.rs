@@ -51,6 +51,7 @@ pub struct Params {
     pub ack_delay_us: Param<i32>,
     pub ack_every: Param<i32>,
     pub tail_probe: Param<bool>,
+    pub rack: Param<bool>,
     pub dup_ack_threshold: Param<i32>,
     pub max_reassemblies: Param<i32>,
     pub max_queued: Param<i32>,
@@ -246,6 +247,12 @@ pub fn register(reg: &mut Registrar) {
              ACK, send the newest unacknowledged segment again, so a lost last datagram \
              costs that instead of the retransmission timeout (rto_min at least); false: \
              only the timeout recovers it",
+        ),
+        rack: reg.bool(
+            "rack",
+            true,
+            Level::TUNER_DETAIL,
+            "Time-based loss detection (RACK): resend a segment once a segment sent after              it on the same channel was acknowledged and its round trip plus a quarter of              the smallest round trip passed; repairs a lost retransmission without the              retransmission timeout. false: only duplicate ACKs and SACK counts (a hole              with dup_ack_threshold segments SACKed above it) detect loss, once per hole",
         ),
         dup_ack_threshold: reg.int(
             "dup_ack_threshold",
@@ -480,6 +487,7 @@ impl Params {
             backoff_max: us(self.backoff_max_us.get()),
             max_timeouts: u32::try_from(self.max_timeouts.get()).unwrap_or(0),
             tail_probe: self.tail_probe.enabled(),
+            rack: self.rack.enabled(),
         };
         cfg.validate().map_err(|e| {
             format!(

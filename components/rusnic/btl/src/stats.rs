@@ -28,6 +28,7 @@ counters! {
     num_timeout_retrans: Counter, "Segments queued for resend by a retransmission timeout";
     num_fast_retrans: Counter, "Segments queued for resend by duplicate ACKs or SACK evidence";
     num_tail_probes: Counter, "Tail-loss probes: the newest unacknowledged segment sent again after two round trips of silence";
+    num_rack_retrans: Counter, "Segments queued for resend by time-based (RACK) loss detection: a segment sent after them on their channel was acknowledged (lost retransmissions included)";
     num_chunk_sends: Counter, "First transmissions of chunks of large fragments";
     num_frag_sends: Counter, "First transmissions of whole fragments";
     num_put_sends: Counter, "First transmissions of emulated PUT segments";
@@ -75,7 +76,7 @@ pub fn publish(s: &Stats) {
 /// One line in the spirit of the reference's periodic printout.
 pub fn line(rank: u32, s: &Stats) -> String {
     format!(
-        "btl:rusnic rank {rank}: sends {} (frag {} chunk {} put {} ack {}) resends {} (timeout {} fast {} tail {}) \
+        "btl:rusnic rank {rank}: sends {} (frag {} chunk {} put {} ack {}) resends {} (timeout {} fast {} rack {} tail {}) \
          recvs {} (frag {} chunk {} put {} ack {}) dup {} oow {}/{} badfrag {} crc {} foreign {} malformed {} \
          unknown {} backoffs {} window-hwm {}/{}",
         s.num_total_sends,
@@ -86,6 +87,7 @@ pub fn line(rank: u32, s: &Stats) -> String {
         s.num_resends,
         s.num_timeout_retrans,
         s.num_fast_retrans,
+        s.num_rack_retrans,
         s.num_tail_probes,
         s.num_total_recvs,
         s.num_frag_recvs,

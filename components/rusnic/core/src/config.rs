@@ -56,6 +56,11 @@ pub struct Config {
     /// Tail-loss probing (`crate::tail_probe`): resend the newest unacknowledged segment
     /// after two round trips and `ack_delay` of silence, before the retransmission timeout.
     pub tail_probe: bool,
+    /// Time-based loss detection (`crate::rack`): a segment is resent once a segment
+    /// transmitted after it on its channel was acknowledged and its round trip plus a
+    /// quarter of the minimum round trip passed; this also repairs a lost
+    /// retransmission, which otherwise waits for the retransmission timeout.
+    pub rack: bool,
     /// Consecutive retransmission timeouts without progress before the peer is declared
     /// unreachable; 0 retries forever.
     pub max_timeouts: u32,
@@ -84,6 +89,7 @@ impl Default for Config {
             backoff_min: 100 * US,
             backoff_max: 100 * MS,
             tail_probe: true,
+            rack: true,
             max_timeouts: 0,
         }
     }

@@ -24,6 +24,7 @@ mod endpoint;
 mod event;
 pub mod fault;
 pub mod flow;
+mod rack;
 mod rangeset;
 mod reassembly;
 mod ring;

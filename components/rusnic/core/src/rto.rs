@@ -6,6 +6,8 @@
 pub struct RttEstimator {
     srtt: Option<u64>,
     rttvar: u64,
+    /// Smallest sample so far (RACK's reordering window is a fraction of it).
+    min_rtt: Option<u64>,
     min: u64,
     max: u64,
     initial: u64,
@@ -22,6 +24,7 @@ impl RttEstimator {
         RttEstimator {
             srtt: None,
             rttvar: 0,
+            min_rtt: None,
             min,
             max,
             initial,
@@ -30,6 +33,7 @@ impl RttEstimator {
     }
 
     pub fn on_sample(&mut self, rtt: u64) {
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
         match self.srtt {
             None => {
                 self.srtt = Some(rtt);
@@ -70,6 +74,11 @@ impl RttEstimator {
         self.srtt
     }
 
+    /// Smallest round trip sampled so far.
+    pub fn min_rtt(&self) -> Option<u64> {
+        self.min_rtt
+    }
+
     pub fn backoff(&self) -> u32 {
         self.backoff
     }
@@ -98,6 +107,7 @@ mod tests {
         e.on_sample(16 * MS);
         // RTTVAR = 3/4*4 + 1/4*|8-16| = 5; SRTT = 7/8*8 + 1/8*16 = 9.
         assert_eq!(e.srtt(), Some(9 * MS));
+        assert_eq!(e.min_rtt(), Some(8 * MS));
         assert_eq!(e.rto(), 9 * MS + 20 * MS);
         for _ in 0..200 {
             e.on_sample(2 * MS);

@@ -15,6 +15,10 @@ pub struct Stats {
     /// Tail-loss probes: the newest unacknowledged segment sent again after a quiet
     /// probe timeout (`crate::tail_probe`).
     pub num_tail_probes: u64,
+    /// Segments queued for resend by time-based (RACK) loss detection (`crate::rack`):
+    /// a segment transmitted after them on their channel arrived. Lost retransmissions
+    /// are among them.
+    pub num_rack_retrans: u64,
     /// First transmissions of CHUNK segments.
     pub num_chunk_sends: u64,
     /// First transmissions of FRAG segments.
@@ -86,6 +90,7 @@ impl Stats {
             num_timeout_retrans,
             num_fast_retrans,
             num_tail_probes,
+            num_rack_retrans,
             num_chunk_sends,
             num_frag_sends,
             num_put_sends,

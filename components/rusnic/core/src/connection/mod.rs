@@ -40,6 +40,7 @@ use crate::connectivity::Connectivity;
 use crate::event::{ConnError, Event, SendError, Shared};
 use crate::fault::Rng;
 use crate::flow::{Backoff, Persist};
+use crate::rack::reorder_window;
 use crate::reassembly::Reassembly;
 use crate::rto::RttEstimator;
 use crate::seq;
@@ -123,6 +124,8 @@ pub struct Connection {
     backoff: Backoff,
     persist: Persist,
     tail: TailProbe,
+    /// When an outstanding segment is deemed lost by RACK unless it arrives first.
+    rack_deadline: Option<Instant>,
     /// A window probe (ACK with ACK_REQ) is due.
     probe_due: bool,
 
@@ -172,6 +175,7 @@ impl Connection {
             backoff: Backoff::new(cfg.backoff_min, cfg.backoff_max),
             persist: Persist::default(),
             tail: TailProbe::default(),
+            rack_deadline: None,
             probe_due: false,
             rcv: RecvWindow::new(cfg.window, rcv_start),
             reasm: Reassembly::new(cfg.max_reassemblies),
@@ -368,6 +372,9 @@ impl Connection {
         if self.tail.on_timeout(now) && self.snd.tail_probe() {
             self.stats.num_tail_probes += 1;
         }
+        if self.rack_deadline.is_some_and(|d| d <= now) {
+            self.rack_detect(now);
+        }
         if self.rto_deadline.is_some_and(|d| d <= now) {
             let (expired, next) = self.snd.expire(now, self.rtt.rto());
             if expired > 0 {
@@ -399,6 +406,18 @@ impl Connection {
         probe_timeout(self.rtt.srtt(), self.cfg.ack_delay, self.rtt.rto())
     }
 
+    /// Time-based loss detection (`crate::rack`): queues what a later transmission proves
+    /// lost and arms the reordering timer for what it will prove lost.
+    fn rack_detect(&mut self, now: Instant) {
+        if !self.cfg.rack {
+            return;
+        }
+        let reo_wnd = reorder_window(self.rtt.min_rtt(), self.rtt.srtt());
+        let (lost, next) = self.snd.rack_detect(now, reo_wnd);
+        self.stats.num_rack_retrans += lost;
+        self.rack_deadline = next;
+    }
+
     /// When `handle_timeout` must be called next; `None` when no timer runs.
     pub fn next_timeout(&self) -> Option<Instant> {
         if self.failed {
@@ -414,6 +433,7 @@ impl Connection {
             self.backoff.deadline(),
             self.persist.deadline(),
             self.tail.deadline(),
+            self.rack_deadline,
         ]
         .into_iter()
         .fold(ack, min_deadline)
@@ -427,6 +447,7 @@ impl Connection {
         self.events
             .extend(ids.into_iter().map(|id| Event::SendFailed { id }));
         self.rto_deadline = None;
+        self.rack_deadline = None;
         self.persist.disarm();
     }
 

@@ -176,13 +176,15 @@ impl Connection {
                 self.stats.num_fast_retrans += 1;
             }
         }
+        let min_rtt = self.rtt.min_rtt();
         for b in sacks.as_slice() {
             let start = expand(b.start, self.snd.una);
-            self.snd.sack(start, start + u64::from(b.len));
+            self.snd.sack(start, start + u64::from(b.len), now, min_rtt);
         }
         self.stats.num_fast_retrans += self
             .snd
             .detect_losses(u64::from(self.cfg.dup_ack_threshold));
+        self.rack_detect(now);
         if rnr {
             self.on_peer_rnr(now);
         }

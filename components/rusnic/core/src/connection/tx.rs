@@ -143,6 +143,7 @@ impl Connection {
             channel,
             sent_at: now,
             transmissions: 0,
+            order: 0,
             sacked: false,
             resend_queued: false,
             fast_retransmitted: false,
@@ -169,9 +170,7 @@ impl Connection {
         let ack = self.ack_info();
         let (rnr, local, key) = (self.rnr_due, self.local_id, self.tx_key);
         let send_payload_crc = self.send_payload_crc;
-        let seg = self.snd.get_mut(seq)?;
-        seg.sent_at = now;
-        seg.transmissions += 1;
+        let seg = self.snd.transmitted(seq, now)?;
         // Resends use the data channel: under congestion the priority channel must stay
         // free for ACKs (the reference's rule).
         if resend {

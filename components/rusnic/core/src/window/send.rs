@@ -2,6 +2,7 @@
 //! unassigned (`nxt`) sequence number, kept until cumulatively acknowledged.
 
 use crate::event::Shared;
+use crate::rack::{Rack, Verdict};
 use crate::ring::Ring;
 use crate::rto::RttEstimator;
 use crate::time::Instant;
@@ -25,6 +26,8 @@ pub(crate) struct SentSeg {
     pub sent_at: Instant,
     /// Transmissions so far (Karn's rule: only 1 gives an RTT sample).
     pub transmissions: u32,
+    /// Order of the latest transmission among all of this window's (`crate::rack`).
+    pub order: u64,
     /// The receiver reported it in a SACK block; no resend needed.
     pub sacked: bool,
     /// Sits in the resend queue.
@@ -58,6 +61,10 @@ pub(crate) struct SendWindow {
     dupacks: u32,
     /// Sequence numbers to send again, oldest evidence first.
     resend: VecDeque<u64>,
+    /// Order of the next transmission.
+    next_order: u64,
+    /// The newest transmission known to have arrived, per channel.
+    rack: Rack,
 }
 
 impl SendWindow {
@@ -71,6 +78,8 @@ impl SendWindow {
             loss_scan: [start; 2],
             dupacks: 0,
             resend: VecDeque::new(),
+            next_order: 0,
+            rack: Rack::default(),
         }
     }
 
@@ -91,6 +100,17 @@ impl SendWindow {
         seq
     }
 
+    /// Segment `seq` is being transmitted (again) at `now`: stamps it.
+    pub fn transmitted(&mut self, seq: u64, now: Instant) -> Option<&mut SentSeg> {
+        let order = self.next_order;
+        self.next_order += 1;
+        let seg = self.get_mut(seq)?;
+        seg.sent_at = now;
+        seg.transmissions += 1;
+        seg.order = order;
+        Some(seg)
+    }
+
     pub fn get_mut(&mut self, seq: u64) -> Option<&mut SentSeg> {
         if (self.una..self.nxt).contains(&seq) {
             self.ring.get_mut(seq).as_mut()
@@ -103,10 +123,21 @@ impl SendWindow {
     pub fn ack(&mut self, ack: u64, now: Instant, rtt: &mut RttEstimator) -> Acked {
         let mut out = Acked::default();
         let mut sample = None;
+        let min_rtt = rtt.min_rtt();
         while self.una < ack {
             if let Some(seg) = self.ring.get_mut(self.una).take() {
                 if seg.transmissions == 1 {
                     sample = Some(now.since(seg.sent_at));
+                }
+                if !seg.sacked {
+                    self.rack.on_delivered(
+                        seg.channel as usize,
+                        seg.order,
+                        seg.sent_at,
+                        seg.transmissions > 1,
+                        now,
+                        min_rtt,
+                    );
                 }
                 if let Some(id) = seg.completes {
                     out.completed.push(id);
@@ -158,11 +189,22 @@ impl SendWindow {
         true
     }
 
-    /// Marks `[start, end)` (clipped to the window) as received out of order.
-    pub fn sack(&mut self, start: u64, end: u64) {
+    /// Marks `[start, end)` (clipped to the window) as received out of order, reported
+    /// at `now`.
+    pub fn sack(&mut self, start: u64, end: u64, now: Instant, min_rtt: Option<u64>) {
         let (s, e) = (start.max(self.una), end.min(self.nxt));
         for seq in s..e {
             if let Some(seg) = self.ring.get_mut(seq).as_mut() {
+                if !seg.sacked {
+                    self.rack.on_delivered(
+                        seg.channel as usize,
+                        seg.order,
+                        seg.sent_at,
+                        seg.transmissions > 1,
+                        now,
+                        min_rtt,
+                    );
+                }
                 seg.sacked = true;
                 let ch = seg.channel as usize;
                 self.sacked_end[ch] = self.sacked_end[ch].max(seq + 1);
@@ -196,6 +238,46 @@ impl SendWindow {
             }
         }
         n
+    }
+
+    /// Queues every outstanding segment that a later transmission on its channel proves
+    /// lost (`crate::rack`), whether or not it was sent again before. Returns how many
+    /// were queued and when the next one would be lost if it does not arrive meanwhile.
+    /// Segments are scanned from `una` and the scan ends at the first one transmitted
+    /// once and after the newest acknowledged transmission: every later sequence number
+    /// was first transmitted after it.
+    pub fn rack_detect(&mut self, now: Instant, reo_wnd: u64) -> (u64, Option<Instant>) {
+        let Some(newest) = self.rack.newest_order() else {
+            return (0, None);
+        };
+        let mut n = 0;
+        let mut next: Option<Instant> = None;
+        for seq in self.una..self.nxt {
+            let Some(seg) = self.ring.get(seq).as_ref() else {
+                continue;
+            };
+            if seg.transmissions == 1 && seg.order > newest {
+                break;
+            }
+            if seg.sacked || seg.resend_queued {
+                continue;
+            }
+            let verdict =
+                self.rack
+                    .verdict(seg.channel as usize, seg.order, seg.sent_at, now, reo_wnd);
+            match verdict {
+                Verdict::Unknown => {}
+                Verdict::LostAt(t) => next = Some(next.map_or(t, |d| d.min(t))),
+                Verdict::Lost => {
+                    if let Some(seg) = self.ring.get_mut(seq).as_mut() {
+                        seg.resend_queued = true;
+                        self.resend.push_back(seq);
+                        n += 1;
+                    }
+                }
+            }
+        }
+        (n, next)
     }
 
     /// Queues every segment whose timer expired. Returns the count and the next expiry.
