@@ -11,6 +11,7 @@
 mod configs;
 mod demo;
 mod imb;
+mod memory;
 mod netpipe;
 mod pairs;
 mod plot;
@@ -32,6 +33,7 @@ usage: rmca-bench [--demo | --quick] [--rounds N] [--series 4.1,5.0] [--configs 
                   [--config NAME='--mca K V ...'] [--baseline NAME] [--out DIR] [--no-limits]
                   [--no-plots] [--imb] [--no-netpipe] [--baseline-csv FILE | --no-baseline-csv]
                   [--timeout SECONDS] [--list] [-- mpibench arguments...]
+       rmca-bench --memory ...   memory per node and per rank at 2..16 ranks (--memory --help)
 
   --demo         make demo: each of ours beside its stock counterpart, latency and
                  bandwidth at four sizes, one short table (well under a minute)
@@ -603,7 +605,14 @@ fn ompi_version(tool: &Path) -> String {
 }
 
 fn main() -> ExitCode {
-    let result = parse_options(std::env::args().skip(1).collect()).and_then(|opts| match opts {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--memory") {
+        return memory::main(&args[1..]).unwrap_or_else(|e| {
+            eprintln!("rmca-bench: {e}");
+            ExitCode::from(2)
+        });
+    }
+    let result = parse_options(args).and_then(|opts| match opts {
         Some(mut opts) => {
             opts.ompi5_prefix = configs::locate(
                 &mut opts.configs,

@@ -35,12 +35,14 @@ pub const CHARTS: &[Chart<'static>] = &[
         test: LATENCY_TEST,
         title: "NetPIPE: half round trip",
         unit: "us",
+        x_desc: crate::plot::MESSAGE_SIZE,
         limit: None,
     },
     Chart {
         test: BW_TEST,
         title: "NetPIPE: ping-pong throughput",
         unit: "MB/s",
+        x_desc: crate::plot::MESSAGE_SIZE,
         limit: None,
     },
 ];

@@ -43,27 +43,35 @@ pub struct Chart<'a> {
     pub test: &'a str,
     pub title: &'a str,
     pub unit: &'a str,
+    /// The x axis's caption.
+    pub x_desc: &'a str,
     /// The limit series from `limits` (test name there), drawn dashed.
     pub limit: Option<(&'a str, &'a str)>,
 }
+
+/// The x axis of the message-size charts.
+pub const MESSAGE_SIZE: &str = "message size (bytes)";
 
 pub const CHARTS: &[Chart<'static>] = &[
     Chart {
         test: "latency",
         title: "Ping-pong latency (half round trip)",
         unit: "us",
+        x_desc: MESSAGE_SIZE,
         limit: None,
     },
     Chart {
         test: "bw",
         title: "Unidirectional bandwidth (window of messages)",
         unit: "MB/s",
+        x_desc: MESSAGE_SIZE,
         limit: Some(("memcpy", "memcpy (machine limit)")),
     },
     Chart {
         test: "bibw",
         title: "Bidirectional bandwidth",
         unit: "MB/s",
+        x_desc: MESSAGE_SIZE,
         limit: Some(("memcpy", "memcpy (machine limit)")),
     },
 ];
@@ -155,7 +163,7 @@ pub fn draw(
         )
         .map_err(|e| failed(&e))?;
     ctx.configure_mesh()
-        .x_desc("message size (bytes)")
+        .x_desc(chart.x_desc)
         .y_desc(chart.unit)
         .x_label_formatter(&decimal_label)
         .y_label_formatter(&decimal_label)
