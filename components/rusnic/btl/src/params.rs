@@ -250,9 +250,15 @@ pub fn register(reg: &mut Registrar) {
         ),
         rack: reg.bool(
             "rack",
-            true,
+            false,
             Level::TUNER_DETAIL,
-            "Time-based loss detection (RACK): resend a segment once a segment sent after              it on the same channel was acknowledged and its round trip plus a quarter of              the smallest round trip passed; repairs a lost retransmission without the              retransmission timeout. false: only duplicate ACKs and SACK counts (a hole              with dup_ack_threshold segments SACKed above it) detect loss, once per hole",
+            "Time-based loss detection (RACK): resend a segment once a segment sent after \
+             it on the same channel was acknowledged and its round trip plus a quarter of \
+             the smallest round trip passed; repairs a lost retransmission without the \
+             retransmission timeout. Off by default: it raised 4 MiB bandwidth under 5 % \
+             loss (0.65 to 0.76 of lossless) but lowered it under 1 % (0.97 to 0.81). \
+             false: only duplicate ACKs and SACK counts (a hole with dup_ack_threshold \
+             segments SACKed above it) detect loss, once per hole",
         ),
         dup_ack_threshold: reg.int(
             "dup_ack_threshold",
