@@ -11,46 +11,14 @@ use rusnic_core::{
 
 mod scenario;
 
-use scenario::{A, B, MS, US, cfg};
+use scenario::{A, B, MS, US, cfg, deliver, drain, pair_with_isns};
 
 fn pair_with(c: Config) -> (Connection, Connection) {
-    let a = Connection::new(
-        c.clone(),
-        ConnectionParams {
-            local_id: A,
-            peer_id: B,
-            local_isn: 65530,
-            peer_isn: 7,
-            seed: 1,
-        },
-    )
-    .unwrap();
-    let b = Connection::new(
-        c,
-        ConnectionParams {
-            local_id: B,
-            peer_id: A,
-            local_isn: 7,
-            peer_isn: 65530,
-            seed: 2,
-        },
-    )
-    .unwrap();
-    (a, b)
-}
-
-fn drain(c: &mut Connection, now: u64) -> Vec<Transmit> {
-    std::iter::from_fn(|| c.poll_transmit(Instant(now))).collect()
+    pair_with_isns(c, 65530, 7)
 }
 
 fn events(c: &mut Connection) -> Vec<Event> {
     std::iter::from_fn(|| c.poll_event()).collect()
-}
-
-fn deliver(to: &mut Connection, ts: &[Transmit], now: u64) {
-    for t in ts {
-        to.handle_datagram(Instant(now), t.channel, &t.to_vec());
-    }
 }
 
 fn kinds(ts: &[Transmit]) -> Vec<Kind> {

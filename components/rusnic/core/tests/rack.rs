@@ -3,12 +3,11 @@
 //! timeout; reordering within the reordering window and the priority channel overtaking
 //! the data channel cause no retransmission.
 
-use rusnic_core::wire;
-use rusnic_core::{Config, Connection, ConnectionParams, Instant, Transmit};
+use rusnic_core::{Config, Connection, Instant, Transmit};
 
 mod scenario;
 
-use scenario::{A, B, MS, US, cfg};
+use scenario::{MS, US, cfg, deliver, delivered, drain, pair_with_isns, seq_of, warm_up};
 
 fn pair(rack: bool, tail_probe: bool) -> (Connection, Connection) {
     let c = Config {
@@ -18,59 +17,7 @@ fn pair(rack: bool, tail_probe: bool) -> (Connection, Connection) {
         tail_probe,
         ..cfg()
     };
-    let side = |local_id, peer_id, local_isn, peer_isn, seed| {
-        Connection::new(
-            c.clone(),
-            ConnectionParams {
-                local_id,
-                peer_id,
-                local_isn,
-                peer_isn,
-                seed,
-            },
-        )
-        .unwrap()
-    };
-    (side(A, B, 100, 200, 1), side(B, A, 200, 100, 2))
-}
-
-fn drain(c: &mut Connection, now: u64) -> Vec<Transmit> {
-    std::iter::from_fn(|| c.poll_transmit(Instant(now))).collect()
-}
-
-fn deliver(to: &mut Connection, ts: &[Transmit], now: u64) {
-    for t in ts {
-        to.handle_datagram(Instant(now), t.channel, &t.to_vec());
-    }
-}
-
-fn delivered(c: &mut Connection) -> usize {
-    let n = std::iter::from_fn(|| c.poll_event())
-        .filter(|e| matches!(e, rusnic_core::Event::Deliver { .. }))
-        .count();
-    c.repost_rx_buffers(n as u32);
-    n
-}
-
-fn seq_of(t: &Transmit) -> u16 {
-    wire::decode(&t.to_vec()).unwrap().seq
-}
-
-/// Ten clean 8-byte round trips of 20 µs (SRTT and minimum RTT 20 µs on both sides, so
-/// the reordering window is 5 µs). Returns the time after them.
-fn warm_up(a: &mut Connection, b: &mut Connection) -> u64 {
-    let mut now = 0;
-    for i in 0..10 {
-        a.send(i, 1, &[1; 8]).unwrap();
-        deliver(b, &drain(a, now), now + 10 * US);
-        now += 10 * US;
-        assert_eq!(delivered(b), 1);
-        b.send(i, 1, &[2; 8]).unwrap();
-        deliver(a, &drain(b, now), now + 10 * US);
-        now += 10 * US;
-        assert_eq!(delivered(a), 1);
-    }
-    now
+    pair_with_isns(c, 100, 200)
 }
 
 /// Runs `a`'s timers up to `until`; the datagrams they made, with the time.

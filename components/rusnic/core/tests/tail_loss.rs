@@ -2,68 +2,22 @@
 //! trips and the ACK delay, not after the retransmission timeout.
 
 use rusnic_core::wire;
-use rusnic_core::{Connection, ConnectionParams, Instant, Transmit};
+use rusnic_core::{Config, Connection, Instant};
 
 mod scenario;
 
-use scenario::{A, B, MS, US, cfg};
+use scenario::{MS, US, cfg, deliver, delivered, drain, pair_with_isns, warm_up};
 
 fn pair() -> (Connection, Connection) {
-    let side = |local_id, peer_id, local_isn, peer_isn, seed| {
-        Connection::new(
-            rusnic_core::Config {
-                // A timeout far above the probe's, so which one recovered is plain.
-                rto_min: MS,
-                ..cfg()
-            },
-            ConnectionParams {
-                local_id,
-                peer_id,
-                local_isn,
-                peer_isn,
-                seed,
-            },
-        )
-        .unwrap()
-    };
-    (side(A, B, 100, 200, 1), side(B, A, 200, 100, 2))
-}
-
-fn drain(c: &mut Connection, now: u64) -> Vec<Transmit> {
-    std::iter::from_fn(|| c.poll_transmit(Instant(now))).collect()
-}
-
-fn deliver(to: &mut Connection, ts: &[Transmit], now: u64) {
-    for t in ts {
-        to.handle_datagram(Instant(now), t.channel, &t.to_vec());
-    }
-}
-
-/// Fragments delivered since the last call (their receive buffers given back).
-fn delivered(c: &mut Connection) -> usize {
-    let n = std::iter::from_fn(|| c.poll_event())
-        .filter(|e| matches!(e, rusnic_core::Event::Deliver { .. }))
-        .count();
-    c.repost_rx_buffers(n as u32);
-    n
-}
-
-/// Ten clean 8-byte round trips of 20 µs: both sides have a smoothed RTT of 20 µs
-/// (A's from its pings, B's from its pongs acknowledged by the next ping). Returns the
-/// time after them.
-fn warm_up(a: &mut Connection, b: &mut Connection) -> u64 {
-    let mut now = 0;
-    for i in 0..10 {
-        a.send(i, 1, &[1; 8]).unwrap();
-        deliver(b, &drain(a, now), now + 10 * US);
-        now += 10 * US;
-        assert_eq!(delivered(b), 1);
-        b.send(i, 1, &[2; 8]).unwrap();
-        deliver(a, &drain(b, now), now + 10 * US);
-        now += 10 * US;
-        assert_eq!(delivered(a), 1);
-    }
-    now
+    // A timeout far above the probe's, so which one recovered is plain.
+    pair_with_isns(
+        Config {
+            rto_min: MS,
+            ..cfg()
+        },
+        100,
+        200,
+    )
 }
 
 #[test]

@@ -38,6 +38,20 @@ pub(crate) struct SentSeg {
     pub completes: Option<u64>,
 }
 
+/// Tells RACK that `seg` reached the peer, once: a SACKed segment already has.
+fn rack_delivered(rack: &mut Rack, seg: &SentSeg, now: Instant, min_rtt: Option<u64>) {
+    if !seg.sacked {
+        rack.on_delivered(
+            seg.channel as usize,
+            seg.order,
+            seg.sent_at,
+            seg.transmissions > 1,
+            now,
+            min_rtt,
+        );
+    }
+}
+
 /// Result of a cumulative ACK.
 #[derive(Debug, Default)]
 pub(crate) struct Acked {
@@ -129,16 +143,7 @@ impl SendWindow {
                 if seg.transmissions == 1 {
                     sample = Some(now.since(seg.sent_at));
                 }
-                if !seg.sacked {
-                    self.rack.on_delivered(
-                        seg.channel as usize,
-                        seg.order,
-                        seg.sent_at,
-                        seg.transmissions > 1,
-                        now,
-                        min_rtt,
-                    );
-                }
+                rack_delivered(&mut self.rack, &seg, now, min_rtt);
                 if let Some(id) = seg.completes {
                     out.completed.push(id);
                 }
@@ -195,16 +200,7 @@ impl SendWindow {
         let (s, e) = (start.max(self.una), end.min(self.nxt));
         for seq in s..e {
             if let Some(seg) = self.ring.get_mut(seq).as_mut() {
-                if !seg.sacked {
-                    self.rack.on_delivered(
-                        seg.channel as usize,
-                        seg.order,
-                        seg.sent_at,
-                        seg.transmissions > 1,
-                        now,
-                        min_rtt,
-                    );
-                }
+                rack_delivered(&mut self.rack, seg, now, min_rtt);
                 seg.sacked = true;
                 let ch = seg.channel as usize;
                 self.sacked_end[ch] = self.sacked_end[ch].max(seq + 1);
