@@ -82,6 +82,13 @@ pub fn register<M: BtlModule>(_btl: &Btl<M>, size: usize, flags: u32) -> Option<
     Some(Registration::empty())
 }
 
+/// The pid of `node`'s rank `rank` and the address of `op` in its address space.
+fn peer_range(node: &Node, rank: u32, op: &RdmaOp) -> Result<(u32, usize)> {
+    let pid = node.seg.peer_pid(rank).ok_or(Error::UNREACH)?;
+    let remote = usize::try_from(op.remote).map_err(|_| Error::BAD_PARAM)?;
+    Ok((pid, remote))
+}
+
 /// Reads the buffer of `node`'s rank `rank` into ours and completes inline.
 pub fn get<M: BtlModule>(
     btl: &Btl<M>,
@@ -90,8 +97,7 @@ pub fn get<M: BtlModule>(
     op: RdmaOp,
     done: RdmaCompletion,
 ) -> Result<()> {
-    let pid = node.seg.peer_pid(rank).ok_or(Error::UNREACH)?;
-    let remote = usize::try_from(op.remote).map_err(|_| Error::BAD_PARAM)?;
+    let (pid, remote) = peer_range(node, rank, &op)?;
     let local = if op.size == 0 {
         &mut [][..]
     } else {
@@ -134,8 +140,7 @@ pub fn put<M: BtlModule>(
     if !CMA_ON.load(Ordering::Acquire) {
         return Err(Error::NOT_SUPPORTED);
     }
-    let pid = node.seg.peer_pid(rank).ok_or(Error::UNREACH)?;
-    let remote = usize::try_from(op.remote).map_err(|_| Error::BAD_PARAM)?;
+    let (pid, remote) = peer_range(node, rank, &op)?;
     let local = if op.size == 0 {
         &[][..]
     } else {
