@@ -632,9 +632,10 @@ pub unsafe extern "C" fn cuMemcpyAsync(dst: CuPtr, src: CuPtr, n: usize, stream:
     entry("cuMemcpyAsync", || {
         // `cuMemcpyAsync@ipc`: only the copies that read another process's memory (a
         // transport's IPC get), so a test can fail those and not the MPI library's own.
-        let from_peer = state::lock()
-            .as_ref()
-            .is_some_and(|s| s.mem.in_ipc_mapping(src as usize));
+        let from_peer = crate::inject::armed()
+            && state::lock()
+                .as_ref()
+                .is_some_and(|s| s.mem.in_ipc_mapping(src as usize));
         if from_peer && let Some(code) = crate::inject::check("cuMemcpyAsync@ipc") {
             return code;
         }

@@ -68,6 +68,12 @@ static INJECTOR: LazyLock<Mutex<Injector>> = LazyLock::new(|| {
     })
 });
 
+/// Whether any failure is to be injected at all (read once), so that callers can skip
+/// work that only a rule could need.
+pub fn armed() -> bool {
+    !crate::config::CONFIG.fail.trim().is_empty()
+}
+
 /// Called on every entry with its plain name; `Some(code)` when this call must fail.
 pub fn check(entry: &'static str) -> Option<CuResult> {
     let mut inj = INJECTOR.lock().unwrap_or_else(|p| p.into_inner());
