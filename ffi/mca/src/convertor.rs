@@ -74,6 +74,24 @@ impl Convertor {
         ptr.cast()
     }
 
+    /// The next `len` bytes of the user's buffer in place, when they need no packing
+    /// (contiguous host memory, `len` within what is left); the convertor does not move.
+    /// A send that copies them whole and completes (a `sendi`) leaves the convertor
+    /// behind as Open MPI's vader does: ob1 does not look at it again.
+    pub fn contiguous(&self, len: usize) -> Option<&[u8]> {
+        if len == 0 || len > self.remaining() || self.needs_packing() {
+            return None;
+        }
+        let ptr = self.current_pointer();
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: a convertor that needs no buffers describes `remaining()` contiguous
+        // readable bytes at its current pointer (the user's send buffer, which the PML
+        // keeps alive and unmodified during the send); `len` is within them.
+        Some(unsafe { std::slice::from_raw_parts(ptr, len) })
+    }
+
     /// Packs up to `dst.len()` bytes; returns how many were packed.
     pub fn pack(&mut self, dst: &mut [u8]) -> usize {
         if self.0.is_null() {

@@ -5,14 +5,14 @@
 //! with its message and source location, and the entry point returns the
 //! caller-chosen failure value (an OPAL/OMPI error code, a NULL pointer, ...).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
 
 thread_local! {
     /// Set while a guarded body runs on this thread, so the hook knows to record
     /// rather than print through the default hook.
-    static GUARD_DEPTH: RefCell<u32> = const { RefCell::new(0) };
+    static GUARD_DEPTH: Cell<u32> = const { Cell::new(0) };
     /// Message and location of the last panic caught on this thread.
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
@@ -23,7 +23,7 @@ fn install_hook() {
     INSTALL_HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            let guarded = GUARD_DEPTH.with(|d| *d.borrow() > 0);
+            let guarded = GUARD_DEPTH.get() > 0;
             if !guarded {
                 previous(info);
                 return;
@@ -44,11 +44,12 @@ fn install_hook() {
 }
 
 /// Runs `body`; if it panics, logs the panic against `entry` and returns `on_panic`.
+#[inline]
 pub fn guard<R>(entry: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
     install_hook();
-    GUARD_DEPTH.with(|d| *d.borrow_mut() += 1);
+    GUARD_DEPTH.set(GUARD_DEPTH.get() + 1);
     let outcome = panic::catch_unwind(AssertUnwindSafe(body));
-    GUARD_DEPTH.with(|d| *d.borrow_mut() -= 1);
+    GUARD_DEPTH.set(GUARD_DEPTH.get() - 1);
     match outcome {
         Ok(value) => value,
         Err(_) => {

@@ -13,6 +13,8 @@
 //!   5.0's selected accelerator component).
 //! - [`hwloc`]: the NUMA nodes of Open MPI's hwloc topology that this thread's binding
 //!   touches.
+//! - [`threads`]: whether MPI may be entered by several threads at once (hot paths skip
+//!   their locked read-modify-writes when not).
 
 pub mod btl;
 pub mod component;
@@ -31,6 +33,7 @@ pub mod progress;
 pub mod pvars;
 pub mod selection;
 pub mod strings;
+pub mod threads;
 
 pub use error::{Error, Result};
 /// The raw bindings, for the few places the safe layer does not cover.

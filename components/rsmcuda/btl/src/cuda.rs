@@ -191,13 +191,23 @@ pub fn remember(rank: u32, proc_: Proc) {
 }
 
 /// Before a send to local rank `peer`: ask for IPC while nothing is decided.
+/// Inline: on hosts without CUDA IPC every small send passes here.
+#[inline]
 pub fn before_send(peer: u32) {
+    if !ENABLED.load(Ordering::Relaxed) {
+        return;
+    }
     let Some(cuda) = cuda() else {
         return;
     };
     if settled(peer).is_some_and(|s| s.load(Ordering::Acquire)) {
         return;
     }
+    ask_for_ipc(cuda, peer);
+}
+
+#[cold]
+fn ask_for_ipc(cuda: &Cuda, peer: u32) {
     let mut guard = lock(&CONTROL);
     if let Some(c) = guard.as_mut() {
         rsmcuda_cuda::on_send(cuda.driver, &mut c.peers, peer);
@@ -224,6 +234,7 @@ const CONVERTOR_CUDA: u32 = 0x0040_0000;
 /// Whether `sendi` must refuse: device data to a peer with CUDA IPC on goes through
 /// ob1's RGET path (registration + get) instead of being packed into a fragment, as
 /// with smcuda.
+#[inline]
 pub fn refuse_sendi(peer: u32, convertor_flags: u32) -> bool {
     convertor_flags & CONVERTOR_CUDA != 0
         && active()
@@ -254,6 +265,8 @@ pub fn on_control(bytes: &[u8]) {
 }
 
 /// Progress: control messages out, ob1 told, device gets completed in order.
+/// Inline: every progress pass calls it; mostly two loads.
+#[inline]
 pub fn progress<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
     let mut handled = 0;
     if CONTROL_WORK.load(Ordering::Acquire) {

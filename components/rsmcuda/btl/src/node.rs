@@ -11,8 +11,8 @@ use mca::btl::{Btl, Descriptor, SendStatus};
 use mca::convertor::Convertor;
 use mca::{Error, Result};
 use rsmcuda_shm::{
-    FboxProbe, FboxReader, FifoKind, FifoReader, FifoValue, FifoWriter, FragPool, PoolKind,
-    Segment, SharedFboxWriter,
+    FboxProbe, FboxReader, FifoKind, FifoProbe, FifoReader, FifoValue, FifoWriter, FragPool,
+    PoolKind, Segment, SharedFboxWriter, TryLock,
 };
 
 use crate::desc::{Table, kind_index};
@@ -58,10 +58,11 @@ pub struct Node {
     /// This node's index in the module's `Nodes` (its descriptors carry it).
     index: u32,
     send: Mutex<SendSide>,
-    reader: Mutex<Reader>,
+    reader: TryLock<Reader>,
     /// Where the reader stands (updated under the reader lock), so that progress can
     /// see "nothing arrived" with a few loads and no lock or read-modify-write.
     fifo_hint: AtomicU64,
+    fifo_probe: FifoProbe,
     /// Per fast box in `Reader::boxes` (same order): its probe and the reader position.
     box_hints: Vec<(FboxProbe, AtomicU64)>,
     /// Fast boxes to every peer (None for this rank or without fast boxes); a thread that
@@ -84,6 +85,29 @@ pub struct Node {
     /// While the leader still waits for peers to attach: when it started waiting.
     attach_wait: Option<(Instant, std::time::Duration)>,
     everyone_attached: AtomicBool,
+}
+
+/// Writes ob1's `header` and `payload_size` bytes of the message into `buf` (room for
+/// both); returns the bytes written. Contiguous host data is copied straight from the
+/// user's buffer; anything else goes through the convertor.
+fn fill_inline(
+    buf: &mut [u8],
+    header: &[u8],
+    convertor: &mut Convertor,
+    payload_size: usize,
+) -> usize {
+    let (head, rest) = buf.split_at_mut(header.len());
+    head.copy_from_slice(header);
+    let payload = &mut rest[..payload_size];
+    let packed = if payload_size == 0 {
+        0
+    } else if let Some(bytes) = convertor.contiguous(payload_size) {
+        payload.copy_from_slice(bytes);
+        payload_size
+    } else {
+        convertor.pack(payload)
+    };
+    header.len() + packed
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -128,7 +152,8 @@ impl Node {
         Ok(Node {
             send: Mutex::new(SendSide { pool, tokens }),
             fifo_hint: AtomicU64::new(reader.head()),
-            reader: Mutex::new(Reader {
+            fifo_probe: seg.fifo_probe(),
+            reader: TryLock::new(Reader {
                 fifo: reader,
                 boxes,
             }),
@@ -250,28 +275,21 @@ impl Node {
             // Counted before the ring stores: a locked increment after them would wait
             // for them to drain (taken back below if nothing was sent).
             stats::bump(&stats::SENDIS);
-            let sent = out.try_send(tag, total, |buf| {
-                buf[..header.len()].copy_from_slice(header);
-                let packed = if payload_size > 0 {
-                    convertor.pack(&mut buf[header.len()..total])
-                } else {
-                    0
-                };
-                header.len() + packed
-            });
+            let fill = |buf: &mut [u8]| fill_inline(buf, header, convertor, payload_size);
+            let sent = if mca::threads::concurrent() {
+                out.try_send(tag, total, fill)
+            } else {
+                // SAFETY: below MPI_THREAD_MULTIPLE, sends (from MPI calls only) never
+                // overlap between threads; Open MPI's own BTLs skip their locks then too.
+                unsafe { out.try_send_serialized(tag, total, fill) }
+            };
             if sent == Some(true) {
                 return true;
             }
             stats::add_signed(&stats::SENDIS, -1);
         }
         let sent = self.send_eager(peer, tag, total, |buf| {
-            buf[..header.len()].copy_from_slice(header);
-            let packed = if payload_size > 0 {
-                convertor.pack(&mut buf[header.len()..total])
-            } else {
-                0
-            };
-            header.len() + packed
+            fill_inline(buf, header, convertor, payload_size)
         });
         if sent {
             stats::bump(&stats::SENDIS);
@@ -351,10 +369,16 @@ impl Node {
     }
 
     /// Moves pending values into FIFOs that have room again, oldest first.
+    #[inline]
     fn drain_pending(&self) -> usize {
         if self.peers_waiting.load(Ordering::Acquire) == 0 {
             return 0;
         }
+        self.drain_waiting_queues()
+    }
+
+    #[cold]
+    fn drain_waiting_queues(&self) -> usize {
         let mut moved = 0;
         for (peer, pending) in self.pending.iter().enumerate() {
             if !pending.waiting.load(Ordering::Acquire) {
@@ -392,7 +416,8 @@ impl Node {
 
     /// Whether the FIFO or a fast box may hold something: plain loads, no lock.
     fn anything_arrived(&self) -> bool {
-        self.seg.fifo_ready(self.fifo_hint.load(Ordering::Relaxed))
+        self.fifo_probe
+            .ready(self.fifo_hint.load(Ordering::Relaxed))
             || self.box_hints.iter().any(|(probe, pos)| {
                 let pos = pos.load(Ordering::Relaxed);
                 pos != DEAD_BOX && probe.ready(pos)
@@ -438,7 +463,15 @@ impl Node {
         }
         // One reader at a time; a thread that finds it busy (or a re-entrant call
         // from inside a receive callback) simply has nothing to do.
-        let Ok(mut guard) = self.reader.try_lock() else {
+        let guard = if mca::threads::concurrent() {
+            self.reader.try_lock()
+        } else {
+            // SAFETY: below MPI_THREAD_MULTIPLE, MPI calls (and so progress, which runs
+            // inside them) never overlap between threads; Open MPI's own BTLs skip their
+            // locks then too.
+            unsafe { self.reader.try_lock_serialized() }
+        };
+        let Some(mut guard) = guard else {
             return handled;
         };
         let Reader {
@@ -543,13 +576,19 @@ impl Node {
 
     /// The leader's side of "unlinked as soon as every peer attached": a peer that
     /// has not attached within the timeout never will; close the door and unlink.
+    #[inline]
     fn check_attach(&self) {
+        if self.attach_wait.is_none() || self.everyone_attached.load(Ordering::Relaxed) {
+            return;
+        }
+        self.check_attach_slow();
+    }
+
+    #[cold]
+    fn check_attach_slow(&self) {
         let Some((since, timeout)) = self.attach_wait else {
             return;
         };
-        if self.everyone_attached.load(Ordering::Relaxed) {
-            return;
-        }
         if self.seg.all_attached() {
             self.everyone_attached.store(true, Ordering::Relaxed);
             // The creator's descriptor, through which peers found the segment, closes.

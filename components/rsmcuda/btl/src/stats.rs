@@ -22,16 +22,23 @@ pub static CUDA_FAILURES: AtomicU64 = AtomicU64::new(0);
 pub static UNSHAREABLE: AtomicU64 = AtomicU64::new(0);
 
 pub fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Relaxed);
+    add(counter, 1);
 }
 
 /// Takes back a count made ahead of time.
 pub fn add_signed(counter: &AtomicU64, n: i64) {
-    counter.fetch_add(n as u64, Relaxed);
+    add(counter, n as u64);
 }
 
+/// Counts `n` (wrapping). Below MPI_THREAD_MULTIPLE counting threads never overlap, and a
+/// plain load and store is exact; a locked add on the message path would wait for the
+/// ring stores before it (see `mca::threads`).
 pub fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Relaxed);
+    if mca::threads::concurrent() {
+        counter.fetch_add(n, Relaxed);
+    } else {
+        counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+    }
 }
 
 const TABLE: &[(&str, &str, PvarClass, &AtomicU64)] = &[

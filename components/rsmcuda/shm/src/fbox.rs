@@ -57,14 +57,14 @@
 //!
 //! Raw module: the payload byte ranges are the one `unsafe` use here (see SAFETY notes).
 
-use std::cell::UnsafeCell;
 use std::fmt;
+use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::repr::{FboxCtrl, FboxWord};
 use crate::segment::SegShared;
+use crate::trylock::TryLock;
 
 const VALID: u64 = 1 << 40;
 const SKIP: u64 = 1 << 41;
@@ -143,6 +143,7 @@ impl FboxWriter {
         (self.size / 4 - 8) as usize
     }
 
+    #[inline]
     fn word(&self, pos: u64) -> &FboxWord {
         self.seg
             .map
@@ -199,24 +200,17 @@ impl FboxWriter {
 }
 
 /// An [`FboxWriter`] that threads share: one writes at a time, the others are told the box
-/// is busy (and take another path). Unlike a `Mutex`, releasing it is a plain Release
-/// store: a locked read-modify-write right after the ring stores would wait for those
-/// stores (cache lines the reader owns) to drain, about one cross-core miss per message.
+/// is busy (and take another path). Behind a [`TryLock`]: releasing it is a plain Release
+/// store, and below `MPI_THREAD_MULTIPLE` taking it is too (see [`crate::trylock`]).
 pub struct SharedFboxWriter {
-    busy: AtomicBool,
     max_message: usize,
-    inner: UnsafeCell<FboxWriter>,
+    inner: TryLock<FboxWriter>,
 }
-
-// SAFETY: `inner` is only accessed by the thread that switched `busy` from false to true
-// (Acquire), until it stores false (Release): exclusive access, ordered between threads.
-// `FboxWriter` itself is `Send`.
-unsafe impl Sync for SharedFboxWriter {}
 
 impl fmt::Debug for SharedFboxWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedFboxWriter")
-            .field("busy", &self.busy.load(Relaxed))
+            .field("inner", &self.inner)
             .finish()
     }
 }
@@ -225,9 +219,8 @@ impl SharedFboxWriter {
     /// Wraps a writer.
     pub fn new(writer: FboxWriter) -> Self {
         Self {
-            busy: AtomicBool::new(false),
             max_message: writer.max_message(),
-            inner: UnsafeCell::new(writer),
+            inner: TryLock::new(writer),
         }
     }
 
@@ -237,27 +230,31 @@ impl SharedFboxWriter {
     }
 
     /// [`FboxWriter::try_send`] if no other thread is writing this box; None (nothing
-    /// written, `fill` not called) if one is. If `fill` panics the box stays busy for good
-    /// (callers then use their other path).
+    /// written, `fill` not called) if one is.
     pub fn try_send(
         &self,
         tag: u8,
         len: usize,
         fill: impl FnOnce(&mut [u8]) -> usize,
     ) -> Option<bool> {
-        if self
-            .busy
-            .compare_exchange(false, true, Acquire, Relaxed)
-            .is_err()
-        {
-            return None;
-        }
-        // SAFETY: we switched `busy` to true, so no other reference to `inner` exists until
-        // we store false below (see the `Sync` impl).
-        let writer = unsafe { &mut *self.inner.get() };
-        let sent = writer.try_send(tag, len, fill);
-        self.busy.store(false, Release);
-        Some(sent)
+        let mut writer = self.inner.try_lock()?;
+        Some(writer.try_send(tag, len, fill))
+    }
+
+    /// [`Self::try_send`] without a locked instruction.
+    ///
+    /// # Safety
+    /// As [`TryLock::try_lock_serialized`]: no other thread sends into this box at an
+    /// overlapping time, and earlier sends from other threads happened before this one.
+    pub unsafe fn try_send_serialized(
+        &self,
+        tag: u8,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Option<bool> {
+        // SAFETY: the caller's promise.
+        let mut writer = unsafe { self.inner.try_lock_serialized() }?;
+        Some(writer.try_send(tag, len, fill))
     }
 }
 
@@ -306,11 +303,7 @@ impl FboxReader {
 
     /// A probe for this box, usable without the reader.
     pub fn probe(&self) -> FboxProbe {
-        FboxProbe {
-            seg: Arc::clone(&self.seg),
-            ring_off: self.ring_off,
-            mask: self.size - 1,
-        }
+        FboxProbe::new(Arc::clone(&self.seg), self.ring_off, self.size)
     }
 
     /// The reader's position (for [`FboxProbe::ready`] from other threads).
@@ -318,6 +311,7 @@ impl FboxReader {
         self.pos
     }
 
+    #[inline]
     fn word(&self, pos: u64) -> &FboxWord {
         self.seg
             .map
@@ -378,31 +372,52 @@ impl FboxReader {
 }
 
 /// A cheap arrival check for one fast box that any thread may use without the reader.
+/// Progress asks it on every pass, mostly to hear "nothing": the ring's place is checked
+/// once here, so that asking is one masked load.
 #[derive(Clone)]
 pub struct FboxProbe {
-    seg: Arc<SegShared>,
-    ring_off: u64,
-    mask: u64,
+    /// Keeps the mapping (and so `ring`) alive.
+    _seg: Arc<SegShared>,
+    ring: NonNull<FboxWord>,
+    /// Words in the ring, minus one (a power of two).
+    word_mask: u64,
 }
+
+// SAFETY: `ring` points into a shared mapping that `_seg` keeps alive; it is only read
+// through `&FboxWord` (atomics), which any thread may do.
+unsafe impl Send for FboxProbe {}
+// SAFETY: as for Send: shared access is atomic loads only.
+unsafe impl Sync for FboxProbe {}
 
 impl fmt::Debug for FboxProbe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FboxProbe")
-            .field("ring_off", &self.ring_off)
+            .field("words", &(self.word_mask + 1))
             .finish()
     }
 }
 
 impl FboxProbe {
+    fn new(seg: Arc<SegShared>, ring_off: u64, size: u64) -> Self {
+        let words = size / size_of::<FboxWord>() as u64;
+        // Bounds and alignment of the whole ring checked once, here.
+        let ring = NonNull::from(seg.map.slice::<FboxWord>(ring_off, words as usize)).cast();
+        Self {
+            _seg: seg,
+            ring,
+            word_mask: words - 1,
+        }
+    }
+
     /// True if the box may hold a message at reader position `pos` (from
     /// [`FboxReader::position`]); a stale `pos` only gives a spurious true.
+    #[inline]
     pub fn ready(&self, pos: u64) -> bool {
-        self.seg
-            .map
-            .get::<FboxWord>(self.ring_off + (pos & self.mask))
-            .0
-            .load(Relaxed)
-            != 0
+        let index = (pos / size_of::<FboxWord>() as u64) & self.word_mask;
+        // SAFETY: `index` ≤ word_mask, inside the ring checked in `new`; the mapping lives
+        // as long as `_seg`; shared memory is only read through atomics.
+        let word = unsafe { self.ring.add(index as usize).as_ref() };
+        word.0.load(Relaxed) != 0
     }
 }
 

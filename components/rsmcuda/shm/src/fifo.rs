@@ -239,6 +239,52 @@ pub(crate) fn ready(slots: &[Slot], head: u64) -> bool {
     slots[(head & (n - 1)) as usize].seq.load(Relaxed) == head + 1
 }
 
+/// A cheap arrival check on this rank's FIFO that any thread may use without the reader
+/// (see [`crate::Segment::fifo_probe`]): one masked load per question.
+pub struct FifoProbe {
+    /// Keeps the mapping (and so `slots`) alive.
+    _seg: Arc<SegShared>,
+    slots: std::ptr::NonNull<Slot>,
+    mask: u64,
+}
+
+// SAFETY: `slots` points into a shared mapping that `_seg` keeps alive and is only read
+// through atomics, which any thread may do.
+unsafe impl Send for FifoProbe {}
+// SAFETY: as for Send.
+unsafe impl Sync for FifoProbe {}
+
+impl FifoProbe {
+    pub(crate) fn new(seg: Arc<SegShared>, slots_off: u64, count: u32) -> Self {
+        // Bounds and alignment of every slot checked once, here.
+        let slots =
+            std::ptr::NonNull::from(seg.map.slice::<Slot>(slots_off, count as usize)).cast();
+        Self {
+            _seg: seg,
+            slots,
+            mask: u64::from(count) - 1,
+        }
+    }
+
+    /// True if a value is published at position `head` (from [`FifoReader::head`]); a
+    /// stale `head` only gives a spurious true.
+    #[inline]
+    pub fn ready(&self, head: u64) -> bool {
+        // SAFETY: the index is ≤ mask, inside the slots checked in `new`; the mapping lives
+        // as long as `_seg`; shared memory is only read through atomics.
+        let slot = unsafe { self.slots.add((head & self.mask) as usize).as_ref() };
+        slot.seq.load(Relaxed) == head + 1
+    }
+}
+
+impl std::fmt::Debug for FifoProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FifoProbe")
+            .field("slots", &(self.mask + 1))
+            .finish()
+    }
+}
+
 /// A handle for pushing into one receiver's FIFO. Cheap to clone; `Send + Sync`: any number
 /// of threads and processes may push concurrently.
 #[derive(Clone)]

@@ -13,7 +13,7 @@
 //! the layout diagram, the FIFO algorithm and the lifecycle guarantees.
 //!
 //! This is one of the crate's few places with `unsafe`: it lives in `sys.rs` (libc calls),
-//! `mapping.rs` (offset → reference), `freelist.rs` and `fbox.rs` (payload byte ranges) and `cma.rs`; `numa.rs` is safe and
+//! `mapping.rs` (offset → reference), `freelist.rs` and `fbox.rs` (payload byte ranges), `trylock.rs` (exclusive access) and `cma.rs`; `numa.rs` is safe and
 //! calls `sys.rs` for `mbind`, `get_mempolicy` and `sched_getaffinity`. Open MPI's hwloc
 //! topology is read by the BTL through `mca::hwloc`; this crate stays OS-level.
 
@@ -29,11 +29,13 @@ pub mod numa;
 mod repr;
 mod segment;
 mod sys;
+mod trylock;
 
 pub use error::{FragError, ShmError};
 pub use fbox::{FBOX_TAIL, FboxCorrupt, FboxProbe, FboxReader, FboxWriter, SharedFboxWriter};
 pub use fifo::{
-    FifoKind, FifoReader, FifoValue, FifoWriter, Full, Received, STATUS_BIT, TAG_MASK, TYPE_MASK,
+    FifoKind, FifoProbe, FifoReader, FifoValue, FifoWriter, Full, Received, STATUS_BIT, TAG_MASK,
+    TYPE_MASK,
 };
 pub use freelist::{AckInfo, Frag, FragPool, Incoming};
 pub use layout::{
@@ -44,3 +46,4 @@ pub use layout::{
 pub use name::{SegmentName, node_key};
 pub use repr::{LAYOUT_VERSION, MAGIC};
 pub use segment::{AbandonOutcome, Backing, Locator, Retry, Segment};
+pub use trylock::{TryLock, TryLockGuard};

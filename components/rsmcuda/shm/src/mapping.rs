@@ -35,6 +35,7 @@ impl Mapping {
         Self { ptr, len }
     }
 
+    #[inline]
     fn check(&self, off: u64, bytes: u64, align: usize) -> usize {
         let end = off.checked_add(bytes);
         assert!(
@@ -49,6 +50,7 @@ impl Mapping {
     ///
     /// Panics if `off` is out of bounds or misaligned: offsets come from a validated
     /// `Layout`, so that would be a bug in this crate, not bad input.
+    #[inline]
     pub fn get<T: Shared>(&self, off: u64) -> &T {
         let off = self.check(off, size_of::<T>() as u64, align_of::<T>());
         // SAFETY: in bounds and aligned (checked above) inside a live mapping (type
@@ -67,6 +69,7 @@ impl Mapping {
     }
 
     /// Raw pointer to `len` bytes at `off` (bounds checked).
+    #[inline]
     pub fn bytes_ptr(&self, off: u64, len: usize) -> *mut u8 {
         let off = self.check(off, len as u64, 1);
         // SAFETY: `off + len` is within the mapping (checked above).

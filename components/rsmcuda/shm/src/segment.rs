@@ -671,6 +671,16 @@ impl Segment {
         crate::fifo::ready(slots, head)
     }
 
+    /// [`Self::fifo_ready`] for every progress pass: the slots' place checked once.
+    pub fn fifo_probe(&self) -> crate::fifo::FifoProbe {
+        let l = &self.shared.layout;
+        crate::fifo::FifoProbe::new(
+            Arc::clone(&self.shared),
+            l.fifo_slots_off(self.rank),
+            l.fifo_size(),
+        )
+    }
+
     pub fn frag_pool(&self) -> Result<FragPool, ShmError> {
         let e = self.shared.rank_entry(self.rank);
         if e.pool_claimed
