@@ -3,13 +3,15 @@
 //! Measures named MCA configurations with tests/bench/mpibench (two ranks bound to
 //! cores) in one invocation, interleaved (every round runs every configuration, in a
 //! rotated order) and repeated, and the machine's limits with tests/bench/limits in
-//! the same rounds; prints medians with ratios to a baseline and writes CSV, JSON
+//! the same rounds (with libfabric's fi_pingpong as the limit of the providers the OFI
+//! MTLs run on); prints medians with ratios to a baseline and writes CSV, JSON
 //! and PNG plots under build/bench/<stamp>/ (build/bench/latest points there). Then
 //! NetPIPE for each pair of ours and its stock counterpart, and this run's ratios
 //! against the previous committed ones (regressions.txt: flagged, never failed).
 
 mod configs;
 mod demo;
+mod fi_pingpong;
 mod imb;
 mod memory;
 mod netpipe;
@@ -398,8 +400,15 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         .map_err(|e| format!("{}: {e}", opts.out.display()))?;
     configs::prepare(&opts.configs)?;
     let names: Vec<String> = opts.configs.iter().map(|c| c.config.name.clone()).collect();
-    let per_round =
-        opts.configs.len() * (1 + usize::from(opts.imb.is_some())) + usize::from(opts.limits);
+    let mcas = || opts.configs.iter().map(|c| &c.config);
+    // Said once when fi_pingpong is missing; run after limits in every round.
+    let fipp = opts
+        .limits
+        .then(|| fi_pingpong::plan(mcas(), &opts.bench_args, opts.quick))
+        .flatten();
+    let per_round = opts.configs.len() * (1 + usize::from(opts.imb.is_some()))
+        + usize::from(opts.limits)
+        + fipp.as_ref().map_or(0, |p| p.providers.len());
     let (np_pairs, np_configs) = netpipe_pairs(&opts.configs, &names);
     let np_binary = match (opts.netpipe, netpipe::find()) {
         (false, _) => None,
@@ -438,6 +447,15 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
             match run::limits(opts.quick, &opts.bench_args, round, &opts.out) {
                 Ok(mut s) => samples.append(&mut s),
                 Err(e) => failures.push(e),
+            }
+        }
+        if let Some(plan) = &fipp {
+            for provider in &plan.providers {
+                progress.step(&format!("round {round}/{}: {}", opts.rounds, provider.test));
+                match run::fi_pingpong(plan, provider, round, opts.timeout, &opts.out) {
+                    Ok(mut s) => samples.append(&mut s),
+                    Err(e) => failures.push(e),
+                }
             }
         }
         // Rotating the order spreads any drift of the machine over all configurations.
@@ -485,6 +503,7 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
     let summaries = results::summarise(&samples);
     let table = report::table(&summaries, &names, &opts.baseline, opts.rounds);
     let pairs_table = pairs::table(&samples, &names);
+    let fipp_table = fi_pingpong::table(&samples, &fi_pingpong::compared(mcas()));
     let binary_name = np_binary
         .as_deref()
         .and_then(Path::file_name)
@@ -498,10 +517,11 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
     if opts.demo {
         print!("{}", demo::table(&summaries, &names));
     } else {
-        print!("{table}{pairs_table}{np_table}{regressions}");
+        print!("{table}{pairs_table}{fipp_table}{np_table}{regressions}");
     }
     let mut text = table.clone();
     text.push_str(&pairs_table);
+    text.push_str(&fipp_table);
     text.push_str(&np_table);
     text.push_str(&report::winners(&summaries, &names));
     write_file(&opts.out.join("summary.txt"), &text)?;
@@ -529,12 +549,15 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         ("rounds", opts.rounds.to_string()),
         ("baseline", opts.baseline.clone()),
         ("mpibench_args", opts.bench_args.join(" ")),
-        ("open_mpi", ompi_version(Path::new("ompi_info"))),
+        ("open_mpi", run::ompi_version(Path::new("ompi_info"))),
         ("started_utc", run::utc_stamp()),
     ];
     if let Some(prefix) = &opts.ompi5_prefix {
         meta.push(("open_mpi_5_prefix", prefix.display().to_string()));
-        meta.push(("open_mpi_5", ompi_version(&prefix.join("bin/ompi_info"))));
+        meta.push((
+            "open_mpi_5",
+            run::ompi_version(&prefix.join("bin/ompi_info")),
+        ));
     }
     write_file(
         &opts.out.join("results.json"),
@@ -591,17 +614,6 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         }
         Ok(ExitCode::FAILURE)
     }
-}
-
-/// The first line of `ompi_info --version` (`tool`: the system's or a prefix's).
-fn ompi_version(tool: &Path) -> String {
-    std::process::Command::new(tool)
-        .args(["--version"])
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.lines().next().map(str::to_owned))
-        .unwrap_or_default()
 }
 
 fn main() -> ExitCode {

@@ -597,7 +597,7 @@ pub fn main(args: &[String]) -> Result<ExitCode, String> {
          # {}; every rank exchanged 8 B messages and one large one with every other rank\n\n",
         opts.probe_args.join(" ") + if opts.probe_args.is_empty() { "" } else { " " },
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        crate::ompi_version(Path::new("ompi_info")),
+        crate::run::ompi_version(Path::new("ompi_info")),
     );
     text.push_str(&table(&points, &names, &shm, &opts.counts, base.as_ref()));
     print!("{text}");

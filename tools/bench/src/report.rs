@@ -104,11 +104,21 @@ pub fn table(all: &Summaries, configs: &[String], baseline: &str, rounds: u32) -
         .map(|(_, s)| s)
         .collect();
     if !limits.is_empty() {
-        let _ = writeln!(out, "# machine limits (no MPI; medians over rounds)");
+        let _ = writeln!(
+            out,
+            "# machine limits (no MPI; medians over rounds): udp_rtt, tcp_rtt a whole round \
+             trip; fi_pingpong_* libfabric's own ping-pong, half a round trip like latency"
+        );
+        let width = limits
+            .iter()
+            .map(|s| s.test.len())
+            .max()
+            .unwrap_or(0)
+            .max(8);
         for s in limits {
             let _ = writeln!(
                 out,
-                "{:<8} {:>6} {:<6} {:>14.3}",
+                "{:<width$} {:>6} {:<6} {:>14.3}",
                 s.test,
                 human_size(s.size),
                 s.unit,

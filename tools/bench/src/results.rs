@@ -2,9 +2,17 @@
 
 use std::collections::BTreeMap;
 
-/// The tests in display order (mpibench's, then limits', then IMB's).
+/// The tests in display order (mpibench's, then limits' and fi_pingpong's, then IMB's).
 pub const TEST_ORDER: &[&str] = &[
-    "latency", "bw", "bibw", "rate", "memcpy", "udp_rtt", "tcp_rtt",
+    "latency",
+    "bw",
+    "bibw",
+    "rate",
+    "memcpy",
+    "udp_rtt",
+    "tcp_rtt",
+    "fi_pingpong_tcp",
+    "fi_pingpong_shm",
 ];
 
 /// One measured value.

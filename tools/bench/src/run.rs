@@ -1,11 +1,15 @@
 //! Running the measurement programs and keeping what they print.
 
+use std::fmt::Write as _;
+use std::io::Read;
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mca_harness::{Job, McaConfig, program};
 
+use crate::fi_pingpong::{self, Plan, Provider};
 use crate::imb;
 use crate::netpipe;
 use crate::report::LIMITS;
@@ -123,6 +127,293 @@ pub fn limits(
         .collect())
 }
 
+/// fi_pingpong's exit status is the errno of what failed (Linux numbers): the server
+/// could not bind its port, the client found nothing listening on it (yet).
+const EADDRINUSE: i32 = 98;
+const ECONNREFUSED: i32 = 111;
+
+/// Fresh ports tried when the server finds its port taken.
+const PORT_TRIES: u32 = 3;
+
+/// Client starts, 20 ms apart, while the server is not yet listening (2 s).
+const CONNECT_TRIES: u32 = 100;
+
+/// The longest one run of a pair may take, whatever `--timeout` allows.
+const PAIR_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// One fi_pingpong process and the threads reading its output.
+struct Running {
+    command: String,
+    child: Child,
+    stdout: JoinHandle<String>,
+    stderr: JoinHandle<String>,
+}
+
+/// How it ended: exit code (None: killed), stdout, stderr.
+struct Ended {
+    code: Option<i32>,
+    timed_out: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ended {
+    fn succeeded(&self) -> bool {
+        self.code == Some(0) && !self.timed_out
+    }
+
+    /// `exit 111: <its last line on stderr>`, or `timed out`.
+    fn why(&self) -> String {
+        if self.timed_out {
+            return "timed out".to_owned();
+        }
+        let last = self.stderr.lines().rev().find(|l| !l.trim().is_empty());
+        match (self.code, last) {
+            (Some(c), Some(l)) => format!("exit {c}: {}", l.trim()),
+            (Some(c), None) => format!("exit {c}"),
+            (None, _) => "killed".to_owned(),
+        }
+    }
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// fi_pingpong with `args`, pinned to `cpu` when the plan pins.
+fn start(plan: &Plan, provider: &Provider, args: &[String], cpu: u32) -> Result<Running, String> {
+    let mut command = if plan.pin {
+        let mut c = Command::new("taskset");
+        c.args(["-c", &cpu.to_string()]).arg(&plan.binary);
+        c
+    } else {
+        Command::new(&plan.binary)
+    };
+    command
+        .args(args)
+        .envs(provider.env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let env: Vec<String> = provider
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let shown = format!("{} {}", plan.binary.display(), args.join(" "));
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", plan.binary.display()))?;
+    Ok(Running {
+        command: format!(
+            "{}{shown}",
+            env.iter().map(|e| format!("{e} ")).collect::<String>()
+        ),
+        stdout: drain(child.stdout.take().expect("piped")),
+        stderr: drain(child.stderr.take().expect("piped")),
+        child,
+    })
+}
+
+/// Waits for `run` until `deadline`, then kills it; a process that did not exit (killed
+/// here or by anyone) gets the shm provider's regions it left removed, named after its
+/// pid. Its output goes to `log`.
+fn end(mut run: Running, deadline: Instant, log: &mut String) -> Ended {
+    let mut timed_out = false;
+    let status = loop {
+        match run.child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            _ => {
+                timed_out = true;
+                let _ = run.child.kill();
+                let _ = run.child.wait();
+                break None;
+            }
+        }
+    };
+    if status.is_none_or(|s| s.code().is_none()) {
+        remove_shm_regions(run.child.id());
+    }
+    let ended = Ended {
+        code: status.and_then(|s| s.code()),
+        timed_out,
+        stdout: run.stdout.join().unwrap_or_default(),
+        stderr: run.stderr.join().unwrap_or_default(),
+    };
+    let _ = writeln!(
+        log,
+        "$ {}\n{}{}# {}\n",
+        run.command,
+        ended.stdout,
+        ended.stderr,
+        if ended.succeeded() {
+            "exit 0".to_owned()
+        } else {
+            ended.why()
+        }
+    );
+    ended
+}
+
+/// libfabric's shm provider names its regions `/dev/shm/<pid>:<n>:<n>` and removes
+/// them when it exits; a killed process leaves them.
+fn remove_shm_regions(pid: u32) {
+    let prefix = format!("{pid}:");
+    if let Ok(entries) = std::fs::read_dir("/dev/shm") {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// A port nothing listens on now (the server binds it with SO_REUSEADDR right after).
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind(("0.0.0.0", 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free port: {e}"))
+}
+
+/// One fi_pingpong pair on the loopback, server (CPU 0) first, then the client (CPU 1)
+/// until it connects; a taken port gets a fresh one. The client's stdout.
+fn fi_pingpong_pair(
+    plan: &Plan,
+    provider: &Provider,
+    size: u64,
+    iterations: u64,
+    timeout: Duration,
+    log: &mut String,
+) -> Result<String, String> {
+    for _ in 0..PORT_TRIES {
+        let port = free_port()?;
+        let deadline = Instant::now() + timeout;
+        let server_args = provider.arguments(size, iterations, port, true);
+        let mut server = start(plan, provider, &server_args, 0)?;
+        let client_args = provider.arguments(size, iterations, port, false);
+        let mut client = None;
+        for _ in 0..CONNECT_TRIES {
+            std::thread::sleep(Duration::from_millis(20));
+            if !matches!(server.child.try_wait(), Ok(None)) {
+                break;
+            }
+            let ended = end(start(plan, provider, &client_args, 1)?, deadline, log);
+            if ended.succeeded() {
+                client = Some(ended.stdout);
+                break;
+            }
+            if ended.code != Some(ECONNREFUSED) {
+                let _ = server.child.kill();
+                end(server, deadline, log);
+                return Err(format!("client: {}", ended.why()));
+            }
+        }
+        let Some(stdout) = client else {
+            // The server ended before a client connected, or never listened.
+            let listening = matches!(server.child.try_wait(), Ok(None));
+            let _ = server.child.kill();
+            let ended = end(server, deadline, log);
+            if ended.code == Some(EADDRINUSE) {
+                continue;
+            }
+            return Err(if listening {
+                format!("no client could connect to the server's port {port} in 2 s")
+            } else {
+                format!("server: {}", ended.why())
+            });
+        };
+        let ended = end(server, deadline, log);
+        return if ended.succeeded() {
+            Ok(stdout)
+        } else {
+            Err(format!("server: {}", ended.why()))
+        };
+    }
+    Err(format!(
+        "{PORT_TRIES} ports were taken before the server could bind them"
+    ))
+}
+
+/// The elapsed microseconds of one fi_pingpong pair of `iterations` round trips.
+fn fi_pingpong_elapsed(
+    plan: &Plan,
+    provider: &Provider,
+    size: u64,
+    iterations: u64,
+    timeout: Duration,
+    log: &mut String,
+) -> Result<f64, String> {
+    let stdout = fi_pingpong_pair(plan, provider, size, iterations, timeout, log)?;
+    let row = fi_pingpong::parse(&stdout)?;
+    if row.label != fi_pingpong::size_label(size) {
+        return Err(format!("a row for {} bytes, not {size}", row.label));
+    }
+    if !row.all_acked {
+        return Err("not every message was acknowledged".to_owned());
+    }
+    row.elapsed_us(size, iterations)
+        .ok_or_else(|| "no elapsed time in its row".to_owned())
+}
+
+/// fi_pingpong on `provider` at every size of the plan: limit samples, half round
+/// trips without the connection set-up (the probes' median taken off the timed run;
+/// see fi_pingpong.rs). Every run's output is kept in
+/// `runs/limits.<test>.<round>.out`; the first failure ends the provider's round (the
+/// other sizes would fail alike, each perhaps after a timeout).
+pub fn fi_pingpong(
+    plan: &Plan,
+    provider: &Provider,
+    round: u32,
+    timeout: Duration,
+    out: &Path,
+) -> Result<Vec<Sample>, String> {
+    let label = format!("{LIMITS}.{}.{round}", provider.test);
+    let timeout = timeout.min(PAIR_TIMEOUT);
+    let mut log = String::new();
+    let mut samples = Vec::new();
+    let mut failure = None;
+    for &size in &plan.sizes {
+        let n = provider.iterations(size, plan.target_ms);
+        let mut elapsed =
+            |iterations| fi_pingpong_elapsed(plan, provider, size, iterations, timeout, &mut log);
+        let value = (0..fi_pingpong::PROBES)
+            .map(|_| elapsed(1))
+            .collect::<Result<Vec<f64>, String>>()
+            .and_then(|mut probes| Ok((crate::results::median(&mut probes), elapsed(n)?)))
+            .and_then(|(probe, timed)| fi_pingpong::half_round_trip(probe, timed, n));
+        match value {
+            Ok(value) => samples.push(Sample {
+                config: LIMITS.to_owned(),
+                round,
+                test: provider.test.to_owned(),
+                size,
+                unit: "us".to_owned(),
+                value,
+            }),
+            Err(e) => {
+                failure = Some(format!("{label}: {size} B: {e}"));
+                break;
+            }
+        }
+    }
+    keep(out, &label, &log, "");
+    match failure {
+        Some(e) => {
+            let file = out.join("runs").join(format!("{label}.out"));
+            Err(format!("{e} (see {})", file.display()))
+        }
+        None => Ok(samples),
+    }
+}
+
 /// IMB-MPI1 under `config`.
 pub fn imb(
     config: &McaConfig,
@@ -186,6 +477,17 @@ pub fn describe(config: &McaConfig) -> String {
     words.extend(mpirun_args(config).iter().map(|a| (*a).to_owned()));
     words.extend(config.mpirun_options());
     words.join(" ")
+}
+
+/// The first line of `ompi_info --version` (`tool`: the system's or a prefix's).
+pub fn ompi_version(tool: &Path) -> String {
+    Command::new(tool)
+        .args(["--version"])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.lines().next().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The current UTC time as `YYYYMMDD-HHMMSS`.
