@@ -25,36 +25,44 @@
 //!  +--------------------------+        +---------+---------+
 //!  | tail  (CAS by writers)   |        | seq u64 | value   |
 //!  +--------------------------+        +---------+---------+
-//!  | head, claimed (reader)   |        initially seq = i
+//!  | head, claimed (reader)   |        initially seq = 0 (zero-filled memory)
 //!  +--------------------------+
 //! ```
 //!
-//! For a position `p` (a 64-bit counter that never wraps), slot `p & mask` is
-//! - free for the writer of `p`        when `seq == p`,
-//! - full, readable at `p`             when `seq == p + 1`,
-//! - still holding position `p - N`    when `seq < p` (the ring is full).
+//! For a position `p` (a 64-bit counter that never wraps), let `lap = p & !mask` (the
+//! position of the lap's first slot; `p - lap` is the slot index). Slot `p & mask` is
+//! - free for the writer of `p`        when `seq == lap`,
+//! - full, readable at `p`             when `seq == lap + 1`,
+//! - still holding position `p - N`    when `seq < lap` (the ring is full).
+//!
+//! Vyukov's queue stores the position itself (`seq == p` for free, `p + 1` for full) and
+//! so starts with `seq = i` in slot `i`; the stamp here is that value minus the slot
+//! index, which is the same in every comparison (both sides are shifted by the same `i`)
+//! but is 0 in every slot of an empty ring. A new segment is therefore ready as the
+//! kernel hands it out (zero pages), and its FIFO pages are only allocated when a value
+//! first passes through them.
 //!
 //! **push(v)**: `p = tail`; read `seq` of slot `p & mask` (Acquire).
-//! `seq == p`: try `CAS tail p -> p+1` (Relaxed); the winner owns the slot exclusively,
-//! stores `value` (Relaxed) then `seq = p + 1` (Release). `seq < p`: return `Full` (the
-//! caller queues the fragment: backpressure, not failure). `seq > p`: another writer won
-//! `p`; reload `tail` and retry. Some writer always succeeds, so the ring is lock-free; a
-//! writer never waits on another writer or on the reader.
+//! `seq == lap`: try `CAS tail p -> p+1` (Relaxed); the winner owns the slot exclusively,
+//! stores `value` (Relaxed) then `seq = lap + 1` (Release). `seq < lap`: return `Full`
+//! (the caller queues the fragment: backpressure, not failure). `seq > lap`: another
+//! writer won `p`; reload `tail` and retry. Some writer always succeeds, so the ring is
+//! lock-free; a writer never waits on another writer or on the reader.
 //!
 //! **pop()** (single reader, local `head`): read `seq` of slot `head & mask` (Acquire). If
-//! `seq == head + 1`, load `value` (Relaxed), store `seq = head + N` (Release) to hand the
-//! slot to the writer of position `head + N`, advance `head`. Otherwise the FIFO is empty,
-//! or the writer of `head` has reserved but not yet published: report empty.
+//! `seq == lap(head) + 1`, load `value` (Relaxed), store `seq = lap(head) + N` (Release) to
+//! hand the slot to the writer of position `head + N`, advance `head`. Otherwise the FIFO
+//! is empty, or the writer of `head` has reserved but not yet published: report empty.
 //!
 //! ## Memory ordering
 //! - Writer → reader: the writer's `value` store is sequenced before its Release store of
-//!   `seq = p + 1`; the reader's Acquire load that observes `p + 1` synchronizes with it, so
+//!   `seq = lap + 1`; the reader's Acquire load that observes it synchronizes with it, so
 //!   the reader's later `value` load sees the new value, and so do its reads of the
 //!   fragment header and payload the writer filled before pushing. A slot whose `seq` has
-//!   not reached `p + 1` is never read, so a slow or preempted writer can delay the reader
+//!   not reached `lap + 1` is never read, so a slow or preempted writer can delay the reader
 //!   (head-of-line) but can never expose a half-written slot.
 //! - Reader → next writer: the reader's `value` load is sequenced before its Release store
-//!   of `seq = head + N`; the writer of `head + N` reads that `seq` with Acquire before it
+//!   of `seq = lap + N`; the writer of `head + N` reads that `seq` with Acquire before it
 //!   stores, so the old value is consumed before it is overwritten.
 //! - The tail CAS needs no ordering of its own: it only arbitrates which writer owns a
 //!   position; all data hand-over happens through `seq`. A writer that loses the CAS or
@@ -180,25 +188,15 @@ impl fmt::Display for Full {
 
 impl std::error::Error for Full {}
 
-/// Sets a FIFO to empty: `seq[i] = i`, `tail = head = 0`, not claimed.
-pub(crate) fn init(ctrl: &FifoCtrl, slots: &[Slot]) {
-    for (i, s) in slots.iter().enumerate() {
-        s.seq.store(i as u64, Relaxed);
-        s.value.store(0, Relaxed);
-    }
-    ctrl.tail.0.store(0, Relaxed);
-    ctrl.reader.0.head.store(0, Relaxed);
-    ctrl.reader.0.claimed.store(0, Relaxed);
-}
-
 /// The multi-writer push (see the module comment). `slots.len()` is a power of two.
 pub(crate) fn push(ctrl: &FifoCtrl, slots: &[Slot], value: u64) -> Result<(), Full> {
     let mask = slots.len() as u64 - 1;
     let mut pos = ctrl.tail.0.load(Relaxed);
     loop {
         let slot = &slots[(pos & mask) as usize];
+        let lap = pos & !mask;
         let seq = slot.seq.load(Acquire);
-        let diff = seq.wrapping_sub(pos) as i64;
+        let diff = seq.wrapping_sub(lap) as i64;
         if diff == 0 {
             match ctrl
                 .tail
@@ -207,7 +205,7 @@ pub(crate) fn push(ctrl: &FifoCtrl, slots: &[Slot], value: u64) -> Result<(), Fu
             {
                 Ok(_) => {
                     slot.value.store(value, Relaxed);
-                    slot.seq.store(pos + 1, Release);
+                    slot.seq.store(lap + 1, Release);
                     return Ok(());
                 }
                 Err(now) => pos = now,
@@ -224,11 +222,12 @@ pub(crate) fn push(ctrl: &FifoCtrl, slots: &[Slot], value: u64) -> Result<(), Fu
 pub(crate) fn pop(slots: &[Slot], head: &mut u64) -> Option<u64> {
     let n = slots.len() as u64;
     let slot = &slots[(*head & (n - 1)) as usize];
-    if slot.seq.load(Acquire) != *head + 1 {
+    let lap = *head & !(n - 1);
+    if slot.seq.load(Acquire) != lap + 1 {
         return None;
     }
     let v = slot.value.load(Relaxed);
-    slot.seq.store(*head + n, Release);
+    slot.seq.store(lap + n, Release);
     *head += 1;
     Some(v)
 }
@@ -236,7 +235,7 @@ pub(crate) fn pop(slots: &[Slot], head: &mut u64) -> Option<u64> {
 /// True if the value at position `head` is published (what `pop` would return).
 pub(crate) fn ready(slots: &[Slot], head: u64) -> bool {
     let n = slots.len() as u64;
-    slots[(head & (n - 1)) as usize].seq.load(Relaxed) == head + 1
+    slots[(head & (n - 1)) as usize].seq.load(Relaxed) == (head & !(n - 1)) + 1
 }
 
 /// A cheap arrival check on this rank's FIFO that any thread may use without the reader
@@ -399,7 +398,7 @@ mod tests {
                 value: AtomicU64::new(0),
             })
             .collect();
-        init(&ctrl, &slots);
+        // All zero: an empty ring (see the module comment).
         (ctrl, slots)
     }
 

@@ -211,6 +211,11 @@ impl FragPool {
             return Err(err);
         }
         let h = self.header(frag.offset);
+        // The identity words too, every time: nothing writes a header before its first
+        // post (a new segment is left as zeros, so that unused fragments cost no memory),
+        // and they share the cache line that len and tag dirty anyway.
+        h.self_offset.store(frag.offset, Relaxed);
+        h.owner.store(self.rank, Relaxed);
         h.len.store(len as u32, Relaxed);
         h.tag.store(u32::from(tag), Relaxed);
         // These Relaxed stores (and the payload) are published by the FIFO push's Release.

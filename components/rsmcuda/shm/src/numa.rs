@@ -4,10 +4,17 @@
 //! A rank's region (its FIFO, read only by it, and the fragments it sends from) and the
 //! fast boxes it reads go to that rank's node. The creator binds those ranges with a
 //! *preferred* policy (a full node spills to another instead of failing) after `mmap`
-//! and before `posix_fallocate`, so the pages are allocated where they belong; tmpfs
-//! keeps the policy with the shared object. Deciding *whether* to place (one node, ranks
-//! not bound) is rsmcuda-core's `numa::plan`; this module only maps a plan onto the
-//! layout and reads the machine's topology.
+//! and before any page exists. `mbind` on a shared mapping of tmpfs or a memfd sets the
+//! *shared* policy of the object (shmem's `set_policy`, kept per page index with the
+//! inode, not with the creator's mapping), and shmem allocates every page by the policy
+//! of its index, whichever process allocates it: a named segment's `posix_fallocate` at
+//! creation, or — an anonymous segment being sparse — the first touch of the page by any
+//! rank, later. An attacher's own mapping reports the same policy (`get_mempolicy`;
+//! `tests/numa.rs`). Ranges without a policy (ranks not placed, the header) get the
+//! kernel's default: the node of whoever touches the page first (before, with fallocate
+//! for every segment, that was the creator's node). Deciding *whether* to place (one
+//! node, ranks not bound) is rsmcuda-core's `numa::plan`; this module only maps a plan
+//! onto the layout and reads the machine's topology.
 
 use std::io;
 
@@ -81,6 +88,12 @@ pub fn nodes() -> io::Result<Vec<(u32, String)>> {
 /// The CPUs this process may run on (its binding; `sched_getaffinity`).
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     sys::allowed_cpus()
+}
+
+/// The node holding the page at `addr` of this process, `None` while the page is not
+/// mapped here (`move_pages` status query).
+pub fn node_of(addr: *const u8) -> io::Result<Option<u32>> {
+    sys::node_of_page(addr)
 }
 
 /// The memory policy of the page at `addr` of this process: (mode, node mask of the

@@ -20,7 +20,7 @@ use crate::layout::{
 /// done yet.
 pub const MAGIC: u64 = u64::from_be_bytes(*b"RSMCUDA1");
 /// Version of the layout in this file and `layout.rs`; bump on any change.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Bit of [`StateLine::attached`] set by `abandon_waiting`: no attach succeeds after it.
 pub const ABANDONED_BIT: u32 = 1 << 31;
 
@@ -134,10 +134,11 @@ pub struct Slot {
 /// The header at the start of every fragment; the payload follows it.
 #[repr(C)]
 pub struct FragHeader {
-    /// The fragment's own offset: set at creation, never changed; a receiver checks it
-    /// against the offset it was handed, and echoes it back as the ACK.
+    /// The fragment's own offset, written by the owner whenever it posts the fragment (0
+    /// before the first post); a receiver checks it against the offset it was handed, and
+    /// echoes it back as the ACK.
     pub self_offset: AtomicU64,
-    /// Owning (sending) rank: set at creation, never changed.
+    /// Owning (sending) rank, written with `self_offset`.
     pub owner: AtomicU32,
     /// Payload bytes in use (written by the owner before posting).
     pub len: AtomicU32,

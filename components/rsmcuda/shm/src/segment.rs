@@ -2,8 +2,10 @@
 //!
 //! Lifecycle:
 //! 1. The leader `create`s: `shm_open(O_CREAT|O_EXCL, 0600)`, `fchmod 0600`, `ftruncate`,
-//!    `posix_fallocate` (a full /dev/shm fails here with ENOSPC instead of SIGBUS later),
-//!    `mmap`, initialise everything, then publish `MAGIC` with a Release store.
+//!    `mmap`, NUMA policies, `posix_fallocate` (a full /dev/shm fails here with ENOSPC
+//!    instead of SIGBUS later; not for an anonymous segment, which stays sparse),
+//!    initialise the header and rank table (the rest is valid as zeros), then publish
+//!    `MAGIC` with a Release store.
 //! 2. Peers `attach` (or `try_attach`, caller-driven): open, check size, Acquire-load the
 //!    magic (0 = not ready yet: retry), check version and size, recompute the layout from
 //!    the stored parameters, claim their rank entry, then count themselves in.
@@ -31,14 +33,12 @@ use std::time::Duration;
 use std::{fmt, io};
 
 use crate::cma;
-use crate::fifo::{self, FifoReader, FifoWriter};
+use crate::fifo::{FifoReader, FifoWriter};
 use crate::freelist::FragPool;
 use crate::layout::{HEADER_BYTES, Layout, LayoutParams, PoolKind};
 use crate::mapping::Mapping;
 use crate::name::SegmentName;
-use crate::repr::{
-    ABANDONED_BIT, FifoCtrl, FragHeader, LAYOUT_VERSION, MAGIC, RankEntry, SegmentHeader, Slot,
-};
+use crate::repr::{ABANDONED_BIT, FifoCtrl, LAYOUT_VERSION, MAGIC, RankEntry, SegmentHeader, Slot};
 use crate::{ShmError, sys};
 
 /// State shared by a segment and every handle derived from it.
@@ -259,11 +259,23 @@ impl Segment {
             // SAFETY: `ptr`/`len` is the mapping mmap_shared just returned; only the
             // Mapping will unmap it.
             let map = unsafe { Mapping::from_raw(ptr, len) };
-            // Policies first, then allocation: fallocate puts each page where its
-            // range's policy says.
+            // Policies first, then allocation: the policies belong to the shared object
+            // (tmpfs/memfd keep them per page index, whichever mapping set them), so
+            // fallocate here, or a first touch in any process later, puts each page
+            // where its range's policy says.
             placed = place(&map, &layout, homes);
-            sys::fallocate(&fd, total)
-                .map_err(os("posix_fallocate (is /dev/shm large enough?)"))?;
+            if backing == Backing::Named {
+                // /dev/shm is a tmpfs mount with a size limit (by default half the RAM):
+                // reserve the pages now so that a full /dev/shm is ENOSPC here, not a
+                // SIGBUS at some later first touch.
+                sys::fallocate(&fd, total)
+                    .map_err(os("posix_fallocate (is /dev/shm large enough?)"))?;
+            }
+            // A memfd is left sparse: its pages are allocated when first touched, so
+            // that unused FIFO slots, fragments and fast boxes cost no memory. It lives on
+            // the kernel's internal shmem mount, which has no size limit, so the reason
+            // above does not apply (see `sys::fallocate` for what a first touch can still
+            // meet: strict overcommit, memory cgroups).
             Ok(map)
         })();
         // Peers of an anonymous segment open it through this descriptor.
@@ -559,13 +571,19 @@ impl Segment {
     pub fn nranks(&self) -> u32 {
         self.shared.layout.nranks()
     }
-    /// The layout.
     /// The policy of the page at offset `off` of this process's mapping (see
     /// [`crate::numa::policy_at`]): where the placement can be checked.
     pub fn policy_at(&self, off: u64) -> std::io::Result<(i32, u64)> {
         crate::numa::policy_at(self.shared.map.bytes_ptr(off, 1))
     }
 
+    /// The node of the page at offset `off`, `None` while this process has not touched
+    /// it (see [`crate::numa::node_of`]).
+    pub fn node_at(&self, off: u64) -> std::io::Result<Option<u32>> {
+        crate::numa::node_of(self.shared.map.bytes_ptr(off, 1))
+    }
+
+    /// The layout.
     pub fn layout(&self) -> &Layout {
         &self.shared.layout
     }
@@ -694,6 +712,12 @@ impl Segment {
 }
 
 /// Initialises a freshly created (zero-filled) segment and publishes it.
+///
+/// Writes only the header and the rank table (the first page or pages): everything else
+/// is valid as zeros, so its pages are allocated (anonymous segments) or at least written
+/// (named ones) only when first used. A FIFO of zeros is empty (see `fifo.rs`); a
+/// fragment header is written by its owner each time it posts the fragment
+/// (`FragPool::post`); fast boxes start at position 0 with zero headers.
 fn init_segment(s: &SegShared, leader: u32) {
     let l = &s.layout;
     let p = l.params();
@@ -717,19 +741,6 @@ fn init_segment(s: &SegShared, leader: u32) {
         e.fifo_off.store(l.fifo_ctrl_off(r), Relaxed);
         e.eager_off.store(l.pool_off(r, PoolKind::Eager), Relaxed);
         e.max_off.store(l.pool_off(r, PoolKind::Max), Relaxed);
-        fifo::init(
-            s.map.get::<FifoCtrl>(l.fifo_ctrl_off(r)),
-            s.map
-                .slice::<Slot>(l.fifo_slots_off(r), p.fifo_size as usize),
-        );
-        for kind in [PoolKind::Eager, PoolKind::Max] {
-            for i in 0..l.frag_count(kind) {
-                let off = l.frag_off(r, kind, i);
-                let h = s.map.get::<FragHeader>(off);
-                h.self_offset.store(off, Relaxed);
-                h.owner.store(r, Relaxed);
-            }
-        }
     }
     let me = s.rank_entry(leader);
     me.attached.store(1, Relaxed);

@@ -85,6 +85,20 @@ pub fn ftruncate(fd: &OwnedFd, len: u64) -> io::Result<()> {
 /// `posix_fallocate(fd, 0, len)`: reserves the pages now so that a full /dev/shm is an
 /// `ENOSPC` here rather than a `SIGBUS` at first touch. `Ok(false)` where the filesystem
 /// does not support it (then we go on without the reservation).
+///
+/// Used for named segments only. Why a memfd does not need it (Linux `mm/shmem.c`,
+/// `Documentation/filesystems/tmpfs.rst`, `memfd_create(2)`): a tmpfs page is accounted
+/// when it is allocated, and a refusal at a first touch is a `SIGBUS`. What refuses it
+/// is (a) the mount's `size=` limit — /dev/shm has one (half the RAM by default), while
+/// a memfd lives on the kernel's internal shmem mount, whose instance is left unlimited —
+/// and (b) the commit check for the page, which only refuses under
+/// `vm.overcommit_memory = 2` (strict accounting): there a first touch of a memfd page
+/// past the commit limit is a `SIGBUS` too (fallocate would have failed with `ENOSPC`
+/// at creation instead). Memory cgroups charge a shmem page to the cgroup of the process
+/// that allocates it: with fallocate the creator's, for the whole segment at once; for a
+/// sparse memfd whichever rank touches the page first, when it does. A cgroup at its
+/// limit then reclaims and, failing that, runs the memory-cgroup OOM killer at that touch
+/// (not a `SIGBUS`), as it would for any other memory the rank touches.
 pub fn fallocate(fd: &OwnedFd, len: u64) -> io::Result<bool> {
     let len =
         libc::off_t::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -144,8 +158,9 @@ pub unsafe fn munmap(ptr: NonNull<u8>, len: usize) {
 pub const MPOL_PREFERRED: libc::c_int = 1;
 
 /// Prefers `node` for the pages of `[ptr, ptr + len)` (page aligned) not yet allocated;
-/// for a shared mapping of tmpfs the policy is the object's, so it also decides where
-/// a later `posix_fallocate` puts them.
+/// for a shared mapping of tmpfs or a memfd the policy is the object's, so it also
+/// decides where a later `posix_fallocate`, or a first touch through any process's
+/// mapping, puts them.
 pub fn mbind_preferred(ptr: *mut u8, len: usize, node: u32) -> io::Result<()> {
     const BITS: usize = 64;
     let mut mask = vec![0u64; node as usize / BITS + 1];
@@ -193,6 +208,36 @@ pub fn mempolicy_at(addr: *const u8) -> io::Result<(i32, u64)> {
         Ok((mode, mask[0]))
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// The NUMA node of the page at `addr` in this process (`move_pages` without moving:
+/// the status query); `None` while the page is not mapped in this process's page tables
+/// (untouched here, whether or not the shared object has it).
+pub fn node_of_page(addr: *const u8) -> io::Result<Option<u32>> {
+    let page = page_size();
+    let mut pages = [(addr as usize & !(page - 1)) as *const libc::c_void];
+    let mut status: [libc::c_int; 1] = [0];
+    // SAFETY: pid 0 is this process; a null `nodes` array only queries, so nothing is
+    // moved; the kernel reads one address from `pages` and writes one int to `status`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_move_pages,
+            0 as libc::pid_t,
+            1 as libc::c_ulong,
+            pages.as_mut_ptr(),
+            std::ptr::null::<libc::c_int>(),
+            status.as_mut_ptr(),
+            0 as libc::c_int,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    match status[0] {
+        n if n >= 0 => Ok(Some(n as u32)),
+        e if -e == libc::ENOENT => Ok(None),
+        e => Err(io::Error::from_raw_os_error(-e)),
     }
 }
 

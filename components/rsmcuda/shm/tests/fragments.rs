@@ -175,6 +175,13 @@ fn pool_rules() {
     let got = push_pop(&to1, &mut r1, FifoValue::ack(offs[0], true));
     let e = r1.incoming(got).unwrap_err();
     assert!(matches!(e, FragError::NotASend(_)));
+    // A SEND of a real fragment that was never posted: its header is still zero (headers
+    // are written by `post`, not at creation).
+    let got = push_pop(&to1, &mut r1, FifoValue::send(offs[0]));
+    assert_eq!(
+        r1.incoming(got).unwrap_err(),
+        FragError::CorruptHeader(offs[0])
+    );
 }
 
 #[test]

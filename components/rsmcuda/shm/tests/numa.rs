@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::unique_name;
-use rsmcuda_shm::{LayoutParams, Segment, numa};
+use common::{child_role, report, spawn, unique_name, var};
+use rsmcuda_shm::{Backing, FifoValue, LayoutParams, Locator, Retry, Segment, SegmentName, numa};
 
 const MPOL_DEFAULT: i32 = 0;
 const MPOL_PREFERRED: i32 = 1;
@@ -86,4 +86,89 @@ fn this_process_runs_somewhere_known() {
             "node {id} has no CPU list"
         );
     }
+}
+
+/// The highest-numbered node with memory (`has_memory`; 0 where it cannot be read).
+fn last_node_with_memory() -> u32 {
+    std::fs::read_to_string("/sys/devices/system/node/has_memory")
+        .ok()
+        .and_then(|s| {
+            s.trim()
+                .split([',', '-'])
+                .filter_map(|n| n.parse::<u32>().ok())
+                .max()
+        })
+        .unwrap_or(0)
+}
+
+/// Child roles of this binary.
+#[test]
+fn child_entry() {
+    let Some(role) = child_role() else { return };
+    assert_eq!(role, "attach_and_touch", "unknown role");
+    let name = SegmentName::new(&var("SEG")).unwrap();
+    let creator: u32 = var("CREATOR").parse().unwrap();
+    let seg = Segment::attach_from(Locator::Process(creator), &name, 1, &Retry::default()).unwrap();
+    let l = *seg.layout();
+    // Policies as this process's own mapping, made after the creator's mbind, sees them.
+    let region0 = seg.policy_at(l.region_off(0)).unwrap();
+    let boxes0 = seg.policy_at(l.fbox_off(1, 0) + 64).unwrap();
+    let region1 = seg.policy_at(l.region_off(1)).unwrap();
+    // The first page of rank 0's FIFO does not exist yet: nobody has touched it. Pushing
+    // into that FIFO from here allocates it, in this process, by the object's policy.
+    let slot = l.fifo_slots_off(0);
+    let before = seg.node_at(slot).unwrap();
+    seg.fifo_writer(0)
+        .unwrap()
+        .push(FifoValue::send(l.region_off(1)))
+        .unwrap();
+    let after = seg.node_at(slot).unwrap();
+    report(&format!(
+        "{:?} {:?} {:?} {before:?} {after:?}",
+        region0, boxes0, region1
+    ));
+}
+
+/// The BTL's case: an anonymous segment, which stays sparse, so its pages are allocated
+/// later by whichever rank touches them first. `mbind` in the creator set the policy of
+/// the shared object (not of its own mapping): another process's mapping reports it, and
+/// a page that process allocates lands on the placed node.
+#[test]
+fn an_anonymous_segment_keeps_its_placement_for_pages_other_ranks_touch_later() {
+    if numa::nodes().unwrap().is_empty() {
+        eprintln!("SKIP: this kernel exposes no NUMA node (/sys/devices/system/node)");
+        return;
+    }
+    let node = last_node_with_memory();
+    let params = LayoutParams {
+        nranks: 2,
+        fifo_size: 1024,
+        eager_size: 4096,
+        eager_count: 8,
+        max_size: 32768,
+        max_count: 2,
+        fbox_bytes: 16 << 10,
+    };
+    let name = unique_name("numa-anon");
+    let (seg, placed) =
+        Segment::create_in(Backing::Anonymous, &name, &params, 0, &[Some(node), None]).unwrap();
+    assert_eq!(placed.expect("mbind").len(), 2, "rank 0's region and boxes");
+    let mut child = spawn(
+        "attach_and_touch",
+        &[
+            ("SEG", name.as_str().to_owned()),
+            ("CREATOR", std::process::id().to_string()),
+        ],
+    );
+    let line = child.expect_line();
+    let preferred = format!("({MPOL_PREFERRED}, {})", 1u64 << node);
+    let default = format!("({MPOL_DEFAULT}, 0)");
+    assert_eq!(
+        line,
+        format!("{preferred} {preferred} {default} None Some({node})"),
+        "rank 1's view: rank 0's region and boxes, rank 1's region, the FIFO page's node \
+         before and after its first touch"
+    );
+    child.wait_ok();
+    assert!(seg.settle().unwrap());
 }
