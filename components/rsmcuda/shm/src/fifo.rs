@@ -234,8 +234,15 @@ pub(crate) fn pop(slots: &[Slot], head: &mut u64) -> Option<u64> {
 
 /// True if the value at position `head` is published (what `pop` would return).
 pub(crate) fn ready(slots: &[Slot], head: u64) -> bool {
-    let n = slots.len() as u64;
-    slots[(head & (n - 1)) as usize].seq.load(Relaxed) == (head & !(n - 1)) + 1
+    let mask = slots.len() as u64 - 1;
+    published(&slots[(head & mask) as usize], head, mask)
+}
+
+/// True if `slot` (the one at position `head` of a ring of `mask + 1` slots) holds the
+/// value published for `head`.
+#[inline]
+fn published(slot: &Slot, head: u64, mask: u64) -> bool {
+    slot.seq.load(Relaxed) == (head & !mask) + 1
 }
 
 /// A cheap arrival check on this rank's FIFO that any thread may use without the reader
@@ -272,7 +279,7 @@ impl FifoProbe {
         // SAFETY: the index is ≤ mask, inside the slots checked in `new`; the mapping lives
         // as long as `_seg`; shared memory is only read through atomics.
         let slot = unsafe { self.slots.add((head & self.mask) as usize).as_ref() };
-        slot.seq.load(Relaxed) == head + 1
+        published(slot, head, self.mask)
     }
 }
 

@@ -151,3 +151,25 @@ fn reader_is_single_and_resumes() {
     assert!(r.pop().is_none());
     assert!(seg.fifo_writer(1).is_err());
 }
+
+/// The probes progress asks on every pass agree with `pop` over several laps of the ring
+/// (a probe that disagrees either hides a value until something else arrives, or makes
+/// every pass take the reader).
+#[test]
+fn probes_see_exactly_what_pop_would_return_over_several_laps() {
+    let name = unique_name("probe");
+    let seg = Segment::create(&name, &params(1, 8), 0).unwrap();
+    let w = seg.fifo_writer(0).unwrap();
+    let mut r = seg.fifo_reader().unwrap();
+    let probe = seg.fifo_probe();
+    for i in 0..40u64 {
+        let head = r.head();
+        assert!(!probe.ready(head), "value {i}: ready before the push");
+        assert!(!seg.fifo_ready(head));
+        w.push(FifoValue::from_raw(i)).unwrap();
+        assert!(probe.ready(head), "value {i}: not ready after the push");
+        assert!(seg.fifo_ready(head));
+        assert_eq!(r.pop().unwrap().value().raw(), i);
+        assert!(!probe.ready(r.head()), "value {i}: next position ready");
+    }
+}
