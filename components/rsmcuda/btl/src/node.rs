@@ -275,14 +275,18 @@ impl Node {
             // Counted before the ring stores: a locked increment after them would wait
             // for them to drain (taken back below if nothing was sent).
             stats::bump(&stats::SENDIS);
-            let fill = |buf: &mut [u8]| fill_inline(buf, header, convertor, payload_size);
-            let sent = if mca::threads::concurrent() {
-                out.try_send(tag, total, fill)
+            let writer = if mca::threads::concurrent() {
+                out.try_writer()
             } else {
                 // SAFETY: below MPI_THREAD_MULTIPLE, sends (from MPI calls only) never
                 // overlap between threads; Open MPI's own BTLs skip their locks then too.
-                unsafe { out.try_send_serialized(tag, total, fill) }
+                unsafe { out.try_writer_serialized() }
             };
+            let sent = writer.map(|mut w| {
+                w.try_send(tag, total, |buf| {
+                    fill_inline(buf, header, convertor, payload_size)
+                })
+            });
             if sent == Some(true) {
                 return true;
             }

@@ -64,7 +64,7 @@ use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::repr::{FboxCtrl, FboxWord};
 use crate::segment::SegShared;
-use crate::trylock::TryLock;
+use crate::trylock::{TryLock, TryLockGuard};
 
 const VALID: u64 = 1 << 40;
 const SKIP: u64 = 1 << 41;
@@ -237,24 +237,24 @@ impl SharedFboxWriter {
         len: usize,
         fill: impl FnOnce(&mut [u8]) -> usize,
     ) -> Option<bool> {
-        let mut writer = self.inner.try_lock()?;
-        Some(writer.try_send(tag, len, fill))
+        Some(self.try_writer()?.try_send(tag, len, fill))
     }
 
-    /// [`Self::try_send`] without a locked instruction.
+    /// The writer, if no other thread holds it (writes go through
+    /// [`FboxWriter::try_send`]; the guard releases it when dropped).
+    pub fn try_writer(&self) -> Option<TryLockGuard<'_, FboxWriter>> {
+        self.inner.try_lock()
+    }
+
+    /// [`Self::try_writer`] without a locked instruction.
     ///
     /// # Safety
-    /// As [`TryLock::try_lock_serialized`]: no other thread sends into this box at an
-    /// overlapping time, and earlier sends from other threads happened before this one.
-    pub unsafe fn try_send_serialized(
-        &self,
-        tag: u8,
-        len: usize,
-        fill: impl FnOnce(&mut [u8]) -> usize,
-    ) -> Option<bool> {
+    /// As [`TryLock::try_lock_serialized`]: no other thread takes this writer at an
+    /// overlapping time, and earlier holders on other threads released it before this
+    /// call (happens-before).
+    pub unsafe fn try_writer_serialized(&self) -> Option<TryLockGuard<'_, FboxWriter>> {
         // SAFETY: the caller's promise.
-        let mut writer = unsafe { self.inner.try_lock_serialized() }?;
-        Some(writer.try_send(tag, len, fill))
+        unsafe { self.inner.try_lock_serialized() }
     }
 }
 
