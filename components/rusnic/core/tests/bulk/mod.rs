@@ -107,8 +107,8 @@ pub struct Outcome {
     /// The sender's smoothed RTT at the end.
     pub srtt: u64,
     pub rto: u64,
-    /// Resends that arrived at a receiver that already had the segment, by cause:
-    /// fast, RACK, timeout, tail probe.
+    /// Resends (either way) that arrived at a receiver that already had the segment, by
+    /// cause: fast, RACK, timeout, tail probe.
     pub spurious: [u64; 4],
 }
 
