@@ -43,4 +43,5 @@ pub use endpoint::Endpoint;
 pub use event::{Body, ConnError, Event, Payload, PutTarget, SendError, Shared, Transmit};
 pub use stats::Stats;
 pub use time::Instant;
+pub use window::send::ResendCause;
 pub use wire::Channel;

@@ -171,3 +171,44 @@ fn the_priority_channel_overtaking_the_data_channel_is_not_loss() {
     assert_eq!(a.in_flight(), 0);
     assert_eq!(a.stats().num_resends, 0);
 }
+
+/// A slow receiver: the timeout resends the first of four segments while all four wait
+/// at B. B's ACK of the first two (originals, 40 µs after the resend: more than the
+/// 20 µs minimum RTT) is no evidence against the two sent before the timeout, which B
+/// holds too: RACK resends nothing. (It used to take the ACK for the copy just resent,
+/// newer than segments 3 and 4, and resend those at once.)
+#[test]
+fn acks_of_originals_after_a_timeout_do_not_condemn_older_segments() {
+    let (mut a, mut b) = pair(true, false);
+    let t0 = warm_up(&mut a, &mut b);
+    a.send(100, 2, &[1; 500]).unwrap();
+    a.send(101, 2, &[2; 500]).unwrap();
+    let first = drain(&mut a, t0);
+    a.send(102, 2, &[3; 500]).unwrap();
+    a.send(103, 2, &[4; 500]).unwrap();
+    let second = drain(&mut a, t0 + 500 * US);
+    assert_eq!((first.len(), second.len()), (2, 2));
+    let (at, resent) = run_timers(&mut a, t0 + MS).expect("the timeout fires");
+    assert_eq!(at, t0 + MS);
+    assert_eq!(resent.len(), 1, "the oldest of the two expired ones");
+    assert_eq!(a.stats().num_timeout_retrans, 1);
+    // B wakes up and reads the first two originals, then acknowledges them.
+    deliver(&mut b, &first, at + 30 * US);
+    assert_eq!(delivered(&mut b), 2);
+    b.flush_delayed_ack();
+    deliver(&mut a, &drain(&mut b, at + 30 * US), at + 40 * US);
+    assert_eq!(a.in_flight(), 2);
+    assert!(
+        drain(&mut a, at + 40 * US).is_empty(),
+        "segments 3 and 4 are not lost"
+    );
+    assert!(run_timers(&mut a, at + 100 * US).is_none());
+    assert_eq!(a.stats().num_rack_retrans, 0);
+    // B reads the other two: all acknowledged, nothing more was resent.
+    deliver(&mut b, &second, at + 50 * US);
+    assert_eq!(delivered(&mut b), 2);
+    b.flush_delayed_ack();
+    deliver(&mut a, &drain(&mut b, at + 50 * US), at + 60 * US);
+    assert_eq!(a.in_flight(), 0);
+    assert_eq!(a.stats().num_resends, 1);
+}

@@ -48,7 +48,7 @@ use crate::stats::Stats;
 use crate::tail_probe::{TailProbe, probe_timeout};
 use crate::time::{Instant, min_deadline};
 use crate::window::recv::RecvWindow;
-use crate::window::send::SendWindow;
+use crate::window::send::{ResendCause, SendWindow};
 use crate::wire::{CHUNK_EXT_LEN, Channel, HEADER_LEN, PUT_EXT_LEN};
 
 /// Identity and initial state of a connection, as exchanged in the modex.
@@ -128,6 +128,8 @@ pub struct Connection {
     rack_deadline: Option<Instant>,
     /// A window probe (ACK with ACK_REQ) is due.
     probe_due: bool,
+    /// What queued the latest resend (`last_resend_cause`).
+    last_resend_cause: Option<ResendCause>,
 
     // ---- receiver ----
     rcv: RecvWindow,
@@ -177,6 +179,7 @@ impl Connection {
             tail: TailProbe::default(),
             rack_deadline: None,
             probe_due: false,
+            last_resend_cause: None,
             rcv: RecvWindow::new(cfg.window, rcv_start),
             reasm: Reassembly::new(cfg.max_reassemblies),
             in_glue: 0,
@@ -527,6 +530,12 @@ impl Connection {
     /// Fragments in reassembly (≤ `max_reassemblies`) and their bytes.
     pub fn reassembly_usage(&self) -> (usize, usize) {
         (self.reasm.active(), self.reasm.bytes())
+    }
+
+    /// What queued the latest retransmission `poll_transmit` returned (for simulations
+    /// that tell which mechanism's resends were spurious).
+    pub fn last_resend_cause(&self) -> Option<ResendCause> {
+        self.last_resend_cause
     }
 
     /// Current retransmission timeout, backoff included.

@@ -177,10 +177,14 @@ impl Connection {
             }
         }
         let min_rtt = self.rtt.min_rtt();
+        let mut sack_end = self.snd.una;
         for b in sacks.as_slice() {
             let start = expand(b.start, self.snd.una);
+            sack_end = sack_end.max(start + u64::from(b.len));
             self.snd.sack(start, start + u64::from(b.len), now, min_rtt);
         }
+        self.snd
+            .set_sack_horizon(sacks.len() == wire::MAX_SACK_BLOCKS, sack_end);
         self.stats.num_fast_retrans += self
             .snd
             .detect_losses(u64::from(self.cfg.dup_ack_threshold));

@@ -144,9 +144,11 @@ impl Connection {
             sent_at: now,
             transmissions: 0,
             order: 0,
+            first: (channel, 0, now),
             sacked: false,
             resend_queued: false,
             fast_retransmitted: false,
+            cause: None,
             completes: done.then_some(f.id),
         };
         if done {
@@ -176,6 +178,7 @@ impl Connection {
         if resend {
             seg.channel = Channel::Data;
         }
+        let cause = seg.cause;
         let channel = seg.channel;
         let kind = if seg.chunk.is_some() {
             Kind::Chunk
@@ -198,6 +201,7 @@ impl Connection {
         self.ack_sent(false);
         if resend {
             self.stats.num_resends += 1;
+            self.last_resend_cause = cause;
         }
         let due = now.plus(self.rtt.rto());
         self.rto_deadline = Some(self.rto_deadline.map_or(due, |d| d.min(due)));

@@ -28,28 +28,58 @@ pub(crate) struct SentSeg {
     pub transmissions: u32,
     /// Order of the latest transmission among all of this window's (`crate::rack`).
     pub order: u64,
+    /// Channel, order and time of the first transmission: what an ACK proves arrived
+    /// (`crate::rack::Rack::on_delivered`).
+    pub first: (Channel, u64, Instant),
     /// The receiver reported it in a SACK block; no resend needed.
     pub sacked: bool,
     /// Sits in the resend queue.
     pub resend_queued: bool,
     /// Already fast-retransmitted once; further loss is left to the timer.
     pub fast_retransmitted: bool,
+    /// What queued its latest resend (introspection: `Connection::last_resend_cause`).
+    pub cause: Option<ResendCause>,
     /// The glue's id of the fragment this segment ends, completed when it is acked.
     pub completes: Option<u64>,
 }
 
+/// Why a segment was sent again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ResendCause {
+    /// Duplicate ACKs or SACKed segments above it (`num_fast_retrans`).
+    Fast,
+    /// A later transmission was acknowledged (`num_rack_retrans`).
+    Rack,
+    /// Its retransmission timer expired (`num_timeout_retrans`).
+    Timeout,
+    /// A tail-loss probe (`num_tail_probes`).
+    TailProbe,
+}
+
 /// Tells RACK that `seg` reached the peer, once: a SACKed segment already has.
+///
+/// Which copy arrived is unknown (`crate::rack::Rack::on_delivered`). A resend that loss
+/// evidence queued (SACK, duplicate ACKs, RACK: a later transmission arrived and this one
+/// did not) most likely replaced a lost copy, so its latest transmission counts, unless
+/// acknowledged sooner than the smallest round trip after it (RFC 8985 6.2 step 2). A
+/// resend without such evidence (the timer or a tail probe: often only the receiver was
+/// slow) counts as its first transmission, which certainly is not too new.
 fn rack_delivered(rack: &mut Rack, seg: &SentSeg, now: Instant, min_rtt: Option<u64>) {
-    if !seg.sacked {
-        rack.on_delivered(
-            seg.channel as usize,
-            seg.order,
-            seg.sent_at,
-            seg.transmissions > 1,
-            now,
-            min_rtt,
-        );
+    if seg.sacked {
+        return;
     }
+    let latest = (seg.channel, seg.order, seg.sent_at);
+    let evidence = match seg.cause {
+        None => latest,
+        Some(ResendCause::Fast | ResendCause::Rack)
+            if min_rtt.is_some_and(|m| now.since(seg.sent_at) >= m) =>
+        {
+            latest
+        }
+        Some(_) => seg.first,
+    };
+    let (channel, order, sent_at) = evidence;
+    rack.on_delivered(channel as usize, order, sent_at, now);
 }
 
 /// Result of a cumulative ACK.
@@ -79,6 +109,9 @@ pub(crate) struct SendWindow {
     next_order: u64,
     /// The newest transmission known to have arrived, per channel.
     rack: Rack,
+    /// The latest ACK carried as many SACK blocks as fit, so the receiver may hold
+    /// segments from here on that it did not report: RACK judges none of them.
+    sack_horizon: Option<u64>,
 }
 
 impl SendWindow {
@@ -94,6 +127,7 @@ impl SendWindow {
             resend: VecDeque::new(),
             next_order: 0,
             rack: Rack::default(),
+            sack_horizon: None,
         }
     }
 
@@ -122,6 +156,9 @@ impl SendWindow {
         seg.sent_at = now;
         seg.transmissions += 1;
         seg.order = order;
+        if seg.transmissions == 1 {
+            seg.first = (seg.channel, order, now);
+        }
         Some(seg)
     }
 
@@ -190,6 +227,7 @@ impl SendWindow {
         }
         seg.fast_retransmitted = true;
         seg.resend_queued = true;
+        seg.cause = Some(ResendCause::Fast);
         self.resend.push_back(seq);
         true
     }
@@ -206,6 +244,14 @@ impl SendWindow {
                 self.sacked_end[ch] = self.sacked_end[ch].max(seq + 1);
             }
         }
+    }
+
+    /// The latest ACK's SACK list was full (`truncated`) and reported nothing at or above
+    /// `end`: what the receiver holds up there is unknown. A full list reports the lowest
+    /// ranges, so a segment above them may have arrived long ago, before a later
+    /// transmission (a resend of a lower hole) that the list does report.
+    pub fn set_sack_horizon(&mut self, truncated: bool, end: u64) {
+        self.sack_horizon = truncated.then_some(end);
     }
 
     /// Queues every unSACKed segment at least `threshold` sequence numbers below the
@@ -248,7 +294,10 @@ impl SendWindow {
         };
         let mut n = 0;
         let mut next: Option<Instant> = None;
-        for seq in self.una..self.nxt {
+        let end = self
+            .sack_horizon
+            .map_or(self.nxt, |h| h.clamp(self.una, self.nxt));
+        for seq in self.una..end {
             let Some(seg) = self.ring.get(seq).as_ref() else {
                 continue;
             };
@@ -267,6 +316,7 @@ impl SendWindow {
                 Verdict::Lost => {
                     if let Some(seg) = self.ring.get_mut(seq).as_mut() {
                         seg.resend_queued = true;
+                        seg.cause = Some(ResendCause::Rack);
                         self.resend.push_back(seq);
                         n += 1;
                     }
@@ -276,7 +326,17 @@ impl SendWindow {
         (n, next)
     }
 
-    /// Queues every segment whose timer expired. Returns the count and the next expiry.
+    /// The retransmission timer: queues the oldest segment whose timer expired (RFC 6298
+    /// 5.4: the earliest unacknowledged segment); every other expired one waits another
+    /// `rto`. Returns the count (0 or 1) and the next expiry.
+    ///
+    /// Resending every expired segment at once cost most on a loaded host: a receiver
+    /// descheduled for a few ms holds a whole credit window when the timer fires, and that
+    /// many 64 KiB duplicates (8 MiB at 128 credits) then queue behind the originals,
+    /// delaying its ACKs past the next timeout and overflowing its socket (real loopback:
+    /// 1000-2200 timeout resends in one lossless 4 MiB `bw` run, bandwidth down to a
+    /// quarter). If the flight was really lost, the resend's ACK, a tail probe's SACK and
+    /// RACK find the other holes within round trips.
     pub fn expire(&mut self, now: Instant, rto: u64) -> (u64, Option<Instant>) {
         let mut n = 0;
         let mut next: Option<Instant> = None;
@@ -287,9 +347,14 @@ impl SendWindow {
             if seg.sacked || seg.resend_queued {
                 continue;
             }
-            let due = seg.sent_at.plus(rto);
+            let mut due = seg.sent_at.plus(rto);
+            if due <= now && n > 0 {
+                // Not resent now: looked at again one timeout later.
+                due = now.plus(rto);
+            }
             if due <= now {
                 seg.resend_queued = true;
+                seg.cause = Some(ResendCause::Timeout);
                 self.resend.push_back(seq);
                 n += 1;
             } else {
@@ -314,6 +379,7 @@ impl SendWindow {
                 return false;
             }
             seg.resend_queued = true;
+            seg.cause = Some(ResendCause::TailProbe);
             self.resend.push_back(seq);
             return true;
         }

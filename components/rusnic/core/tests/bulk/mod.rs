@@ -20,7 +20,8 @@ use std::sync::Arc;
 use rusnic_core::fault::Rng;
 use rusnic_core::wire::HEADER_LEN;
 use rusnic_core::{
-    Channel, Config, Connection, ConnectionParams, Event, Instant, PutTarget, Shared, Stats,
+    Channel, Config, Connection, ConnectionParams, Event, Instant, PutTarget, ResendCause, Shared,
+    Stats,
 };
 
 pub const US: u64 = 1_000;
@@ -64,6 +65,10 @@ pub struct Model {
     pub wire: u64,
     /// Datagrams per transmit batch.
     pub tx_batch: usize,
+    /// Chance that a progress call is followed by a pause (the rank descheduled, or
+    /// busy in the application), and the longest pause (uniform from 0): a loaded host.
+    pub pause: f64,
+    pub pause_max: u64,
 }
 
 impl Model {
@@ -80,6 +85,8 @@ impl Model {
             per_kib: 150,
             wire: 2 * US,
             tx_batch: 128,
+            pause: 0.0,
+            pause_max: 0,
         }
     }
 }
@@ -100,6 +107,9 @@ pub struct Outcome {
     /// The sender's smoothed RTT at the end.
     pub srtt: u64,
     pub rto: u64,
+    /// Resends (either way) that arrived at a receiver that already had the segment, by
+    /// cause: fast, RACK, timeout, tail probe.
+    pub spurious: [u64; 4],
 }
 
 impl Outcome {
@@ -113,6 +123,22 @@ struct Datagram {
     at: u64,
     channel: Channel,
     bytes: Vec<u8>,
+    /// What queued it, for a resend.
+    cause: Option<ResendCause>,
+}
+
+fn cause_index(c: ResendCause) -> usize {
+    match c {
+        ResendCause::Fast => 0,
+        ResendCause::Rack => 1,
+        ResendCause::Timeout => 2,
+        ResendCause::TailProbe => 3,
+    }
+}
+
+/// Arrivals a receiver found it already had.
+fn duplicates(s: &Stats) -> u64 {
+    s.num_dup_recvs + s.num_oow_low_recvs
 }
 
 struct Node {
@@ -123,6 +149,8 @@ struct Node {
     busy_until: u64,
     /// A command was queued: the next progress call sends it.
     kick: bool,
+    /// Draws the pauses.
+    rng: Rng,
 }
 
 /// Accepts every PUT without copying (the copy is in the cost model).
@@ -161,6 +189,7 @@ fn new_node(cfg: &Config, local: u64, peer: u64, seed: u64) -> Node {
         inbox: [VecDeque::new(), VecDeque::new()],
         busy_until: 0,
         kick: false,
+        rng: Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15),
     }
 }
 
@@ -193,7 +222,8 @@ fn progress(
     node: &mut Node,
     m: &Model,
     t: u64,
-    out: &mut Vec<(u64, Channel, Vec<u8>)>,
+    out: &mut Vec<(u64, Channel, Vec<u8>, Option<ResendCause>)>,
+    spurious: &mut [u64; 4],
 ) -> Vec<Event> {
     let now = Instant(t);
     node.kick = false;
@@ -203,7 +233,13 @@ fn progress(
         let q = &mut node.inbox[index(ch)];
         while q.front().is_some_and(|d| d.at <= t) {
             let d = q.pop_front().unwrap();
+            let before = duplicates(node.conn.stats());
             node.conn.handle_datagram_into(now, ch, &d.bytes, &mut Sink);
+            if let Some(c) = d.cause
+                && duplicates(node.conn.stats()) > before
+            {
+                spurious[cause_index(c)] += 1;
+            }
             cost += m.per_datagram + d.bytes.len() as u64 * m.per_kib / 1024;
             received += 1;
         }
@@ -217,19 +253,28 @@ fn progress(
     loop {
         let mut n = 0;
         while n < m.tx_batch {
+            let resends = node.conn.stats().num_resends;
             let Some(tx) = node.conn.poll_transmit(now) else {
                 break;
             };
             n += 1;
+            let cause = if node.conn.stats().num_resends > resends {
+                node.conn.last_resend_cause()
+            } else {
+                None
+            };
             let bytes = tx.to_vec();
             cost += m.per_datagram + bytes.len() as u64 * m.per_kib / 1024;
-            out.push((t + cost, tx.channel, bytes));
+            out.push((t + cost, tx.channel, bytes, cause));
         }
         if n < m.tx_batch {
             break;
         }
     }
     node.busy_until = t + cost;
+    if m.pause > 0.0 && node.rng.chance(m.pause) {
+        node.busy_until += node.rng.below(m.pause_max + 1);
+    }
     let events: Vec<Event> = std::iter::from_fn(|| node.conn.poll_event()).collect();
     let held = events
         .iter()
@@ -253,6 +298,7 @@ pub fn run(m: &Model) -> Outcome {
     let mut stalled = 0;
     let mut long_stalls = 0;
     let mut next_id = 0u64;
+    let mut spurious = [0; 4];
     for _ in 0..m.iterations {
         for i in 0..puts {
             next_id += 1;
@@ -276,7 +322,7 @@ pub fn run(m: &Model) -> Outcome {
                 .expect("a timer or a datagram is pending: no deadlock");
             t = t.max(at);
             let mut out = Vec::new();
-            let events = progress(&mut nodes[who], m, t, &mut out);
+            let events = progress(&mut nodes[who], m, t, &mut out, &mut spurious);
             if who == 0 && !out.is_empty() {
                 if waiting && t > last_send_end {
                     stalled += t - last_send_end;
@@ -305,7 +351,7 @@ pub fn run(m: &Model) -> Outcome {
                 waiting = nodes[0].conn.queued_fragments() > 0;
             }
             let peer = 1 - who;
-            for (dep, channel, bytes) in out {
+            for (dep, channel, bytes, cause) in out {
                 if rng.chance(m.loss) {
                     continue;
                 }
@@ -313,6 +359,7 @@ pub fn run(m: &Model) -> Outcome {
                     at: dep + m.wire,
                     channel,
                     bytes,
+                    cause,
                 });
             }
             for e in events {
@@ -344,5 +391,6 @@ pub fn run(m: &Model) -> Outcome {
         long_stalls,
         srtt: nodes[0].conn.srtt().unwrap_or(0),
         rto: nodes[0].conn.rto(),
+        spurious,
     }
 }
