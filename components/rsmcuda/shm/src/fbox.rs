@@ -71,9 +71,13 @@ const SKIP: u64 = 1 << 41;
 const KNOWN_BITS: u64 = (1 << 42) - 1;
 
 /// Bytes after each delivered payload that belong to its record: the receive callback may
-/// write them (through a pointer into the mapping) until it returns. 16: one ob1 match
-/// header, the most Open MPI's ob1 addresses past a CID header.
-pub const FBOX_TAIL: usize = 16;
+/// write them (through a pointer into the mapping) until it returns. 4: Open MPI 5.0's
+/// ob1 stores a match header's 2-byte `hdr_ctx` at bytes 2..4 past a CID-only message
+/// (`mca_pml_ob1_recv_frag_callback_cid`) and touches nothing further. It was 16 (a whole
+/// match header); every byte counts here: with 4, an 8-byte MPI message (24 bytes with
+/// ob1's header) takes a 40-byte record instead of 48, so more of them share a cache line
+/// (the receiver's misses per message; see the rsmcuda README's breakdown).
+pub const FBOX_TAIL: usize = 4;
 
 fn record_bytes(len: usize) -> u64 {
     8 + (len as u64 + FBOX_TAIL as u64).next_multiple_of(8)

@@ -20,7 +20,7 @@ use crate::layout::{
 /// done yet.
 pub const MAGIC: u64 = u64::from_be_bytes(*b"RSMCUDA1");
 /// Version of the layout in this file and `layout.rs`; bump on any change.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// Bit of [`StateLine::attached`] set by `abandon_waiting`: no attach succeeds after it.
 pub const ABANDONED_BIT: u32 = 1 << 31;
 
