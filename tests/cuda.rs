@@ -314,8 +314,11 @@ fn rsmcuda_waits_for_copies_on_lazy_streams(build: &CudaBuild) {
     }
 }
 
-/// Managed memory has no IPC handle: Open MPI treats it as host memory, rsmcuda
-/// cannot share it and says so once per process (and counts it); the bytes arrive.
+/// Managed memory has no IPC handle; the bytes arrive through host memory and no IPC
+/// mapping is opened. 4.1's ob1 sends it that way by itself (its datatype engine marks
+/// it `CONVERTOR_CUDA_UNIFIED`, and ob1 never asks a BTL to register it); 5.0's asks
+/// rsmcuda to register it, and rsmcuda, unable to share it, says so once per process
+/// and counts it.
 fn rsmcuda_says_once_that_managed_memory_cannot_be_shared(build: &CudaBuild) {
     if !build.available() || cuda::real_driver() {
         return;
@@ -335,18 +338,24 @@ fn rsmcuda_says_once_that_managed_memory_cannot_be_shared(build: &CudaBuild) {
     run.out.assert_passed();
     assert_standin_counted(&run, 2);
     let all = format!("{}{}", run.out.stdout, run.out.stderr);
-    assert_eq!(
-        all.matches("cannot share the GPU buffer").count(),
-        2,
-        "one notice per process\n{}",
-        run.out.report()
-    );
-    assert!(
-        all.contains("cuIpcGetMemHandle failed"),
-        "{}",
-        run.out.report()
-    );
-    assert!(run.pvar("btl_rsmcuda_cuda_unshareable_buffers") > 0);
+    let notices = all.matches("cannot share the GPU buffer").count();
+    let unshareable = run.pvar("btl_rsmcuda_cuda_unshareable_buffers");
+    if build.series == "ompi41" {
+        assert_eq!(
+            (notices, unshareable),
+            (0, 0),
+            "4.1's ob1 never asks a BTL to register managed memory\n{}",
+            run.out.report()
+        );
+    } else {
+        assert_eq!(notices, 2, "one notice per process\n{}", run.out.report());
+        assert!(
+            all.contains("cuIpcGetMemHandle failed"),
+            "{}",
+            run.out.report()
+        );
+        assert!(unshareable > 0, "{}", run.out.report());
+    }
     assert_eq!(
         run.count("ipc.open.ok"),
         0,

@@ -27,8 +27,8 @@ const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
 /// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`.
 const POINTER_ATTRIBUTE_SYNC_MEMOPS: c_int = 6;
 const MEMORYTYPE_DEVICE: c_uint = 2;
-/// `CU_STREAM_NON_BLOCKING`, `CU_EVENT_DISABLE_TIMING`.
-const STREAM_NON_BLOCKING: c_uint = 1;
+/// `CU_STREAM_DEFAULT`, `CU_EVENT_DISABLE_TIMING`.
+const STREAM_BLOCKING: c_uint = 0;
 const EVENT_DISABLE_TIMING: c_uint = 2;
 
 /// `CUipcMemHandle`: names one device allocation for other processes.
@@ -208,12 +208,17 @@ impl Driver {
         })
     }
 
-    /// A non-blocking stream for IPC copies.
+    /// A blocking stream for IPC copies, as Open MPI's own: its copies start only after
+    /// the work the application queued before on the legacy default stream. A
+    /// `cuMemsetD8` or pageable `cuMemcpyHtoD` on device memory returns before the
+    /// device has done it; on a non-blocking stream a copy into that buffer could run
+    /// first and be partly overwritten (seen on an H200: scattered bytes of the
+    /// receiver's old contents in 16 MiB messages).
     pub fn stream_create(&self) -> Result<Stream, CuError> {
         let mut s: *mut c_void = std::ptr::null_mut();
         // SAFETY: writes one handle to our local.
         check("cuStreamCreate", unsafe {
-            (self.fns.stream_create)(&mut s, STREAM_NON_BLOCKING)
+            (self.fns.stream_create)(&mut s, STREAM_BLOCKING)
         })?;
         Ok(Stream(s))
     }

@@ -2,6 +2,10 @@
 
 use ompi_sys as sys;
 
+/// The flags that mark device memory: 4.1's `CONVERTOR_CUDA | CONVERTOR_CUDA_UNIFIED`,
+/// 5.0's `CONVERTOR_ACCELERATOR | CONVERTOR_ACCELERATOR_UNIFIED` (the same bits).
+const ON_DEVICE: u32 = 0x0040_0000 | 0x1000_0000;
+
 /// A borrowed `opal_convertor_t` (the PML owns it), or none: a send with no payload
 /// may come without a convertor (Open MPI 5's ob1 sends its control messages, e.g.
 /// FIN, through `sendi` with a NULL convertor and a payload size of 0). Without one
@@ -34,6 +38,12 @@ impl Convertor {
         }
         // SAFETY: valid convertor (constructor contract); reads one field.
         unsafe { (*self.0).flags }
+    }
+
+    /// The data is GPU (or managed) memory, which the CPU must not read with `memcpy`.
+    /// 5.0's `opal_convertor_need_buffers` no longer says so (4.1's did).
+    pub fn on_device(&self) -> bool {
+        self.flags() & ON_DEVICE != 0
     }
 
     /// True if the data must be packed (non-contiguous, or not in host memory).
@@ -79,7 +89,7 @@ impl Convertor {
     /// A send that copies them whole and completes (a `sendi`) leaves the convertor
     /// behind as Open MPI's vader does: ob1 does not look at it again.
     pub fn contiguous(&self, len: usize) -> Option<&[u8]> {
-        if len == 0 || len > self.remaining() || self.needs_packing() {
+        if len == 0 || len > self.remaining() || self.needs_packing() || self.on_device() {
             return None;
         }
         let ptr = self.current_pointer();

@@ -3,6 +3,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 
 use crate::codes::*;
+use crate::config::CONFIG;
 use crate::memory::{self, Kind, Origin};
 use crate::state::{self, State};
 use crate::stream::Op;
@@ -686,7 +687,17 @@ fn memset(dst: CuPtr, value: u8, n: usize, stream: Option<Handle>) -> CuResult {
             None => {
                 s.drain_all(true)?;
                 s.stream_mut(0)?.queue.push_back(Op::Set { dst, value, n });
-                s.drain(0)
+                // On device memory the driver returns before the device has set it,
+                // unless the allocation is SYNC_MEMOPS: with lazy streams it waits on
+                // the legacy stream like any queued work (a transport copying into
+                // this buffer on a non-blocking stream could run before it).
+                let returns_early = matches!(s.mem.classify(dst),
+                    Kind::Device(b) if !s.mem.allocs[&b].sync_memops);
+                if CONFIG.lazy && returns_early {
+                    Ok(())
+                } else {
+                    s.drain(0)
+                }
             }
         }
     })

@@ -1,7 +1,11 @@
 //! "Device" memory: a reserved PROT_NONE address range in which every allocation (and
-//! every IPC-opened mapping) is a MAP_SHARED mapping of its own /dev/shm file, placed by
-//! a first-fit allocator with 2 MiB slots that reuses freed addresses. Also the host
-//! regions the driver knows (pinned allocations, registered ranges).
+//! every IPC-opened mapping) takes slots of a first-fit allocator (2 MiB slots, freed
+//! addresses reused). As on a GPU, the CPU cannot touch it: the device address stays
+//! PROT_NONE (a `memcpy` or `process_vm_readv` of it faults or fails) and the bytes, a
+//! MAP_SHARED mapping of the allocation's own /dev/shm file, live at the same offset in
+//! a second reserved range, the shadow, which only the stand-in's copies use
+//! ([`Memory::view`]). Managed memory is mapped at both, since the CPU may read it.
+//! Also the host regions the driver knows (pinned allocations, registered ranges).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::OpenOptions;
@@ -102,7 +106,7 @@ fn reserve_at(addr: usize, len: usize) -> Result<usize, CuResult> {
     Ok(p as usize)
 }
 
-/// Maps `len` bytes of `file` read-write and shared at `addr` (inside our range).
+/// Maps `len` bytes of `file` read-write and shared at `addr` (inside our ranges).
 fn map_file(file: &std::fs::File, addr: usize, len: usize) -> Result<(), CuResult> {
     // SAFETY: MAP_FIXED over a slot of our own reserved range that holds nothing else.
     let p = unsafe {
@@ -131,7 +135,8 @@ fn round_up(n: usize, to: usize) -> usize {
 
 impl Memory {
     pub fn reserve(&mut self) -> Result<(), CuResult> {
-        let raw = reserve_at(0, RESERVED + SLOT)?;
+        // The device range, then its shadow.
+        let raw = reserve_at(0, 2 * RESERVED + SLOT)?;
         let base = round_up(raw, SLOT);
         self.base = base;
         self.free.insert(base, RESERVED);
@@ -156,8 +161,35 @@ impl Memory {
         Ok(start)
     }
 
+    /// Where the stand-in itself reads and writes the bytes at `p`: the shadow of a
+    /// device address, any other address itself.
+    pub fn view(&self, p: usize) -> usize {
+        if p >= self.base && p < self.base + RESERVED {
+            p + RESERVED
+        } else {
+            p
+        }
+    }
+
+    /// Maps an allocation's file at its shadow, and for managed memory (which the CPU
+    /// may touch) at the device address too.
+    fn map_allocation(
+        &self,
+        file: &std::fs::File,
+        addr: usize,
+        len: usize,
+        managed: bool,
+    ) -> Result<(), CuResult> {
+        map_file(file, self.view(addr), len)?;
+        if managed {
+            map_file(file, addr, len)?;
+        }
+        Ok(())
+    }
+
     fn give_slots(&mut self, start: usize, span: usize) {
         let _ = reserve_at(start, span);
+        let _ = reserve_at(self.view(start), span);
         let (mut start, mut span) = (start, span);
         if let Some((&next, &nlen)) = self.free.range(start + span..).next()
             && next == start + span
@@ -205,13 +237,15 @@ impl Memory {
             .set_len(len as u64)
             .map_err(|_| OUT_OF_MEMORY)
             .and_then(|()| self.take_slots(span))
-            .and_then(|addr| match map_file(&file, addr, len) {
-                Ok(()) => Ok(addr),
-                Err(e) => {
-                    self.give_slots(addr, span);
-                    Err(e)
-                }
-            });
+            .and_then(
+                |addr| match self.map_allocation(&file, addr, len, managed) {
+                    Ok(()) => Ok(addr),
+                    Err(e) => {
+                        self.give_slots(addr, span);
+                        Err(e)
+                    }
+                },
+            );
         let addr = match placed {
             Ok(a) => a,
             Err(e) => {
@@ -260,7 +294,7 @@ impl Memory {
         }
         let span = round_up(size, SLOT);
         let addr = self.take_slots(span)?;
-        if let Err(e) = map_file(&file, addr, len) {
+        if let Err(e) = self.map_allocation(&file, addr, len, a.managed) {
             self.give_slots(addr, span);
             return Err(e);
         }

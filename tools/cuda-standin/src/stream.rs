@@ -207,7 +207,17 @@ impl State {
     }
 
     /// Queues `op` on stream `s`; runs it (and anything before it) at once unless lazy.
+    /// Legacy default-stream ordering: work on a blocking stream starts after what the
+    /// legacy stream holds, and work on the legacy stream after what every blocking
+    /// stream holds (run first here, which keeps that order).
     pub fn enqueue(&mut self, s: usize, op: Op) -> Result<(), CuResult> {
+        let k = stream_key(s);
+        let blocking = self.stream_mut(s)?.flags & STREAM_NON_BLOCKING == 0;
+        if k == 0 {
+            self.drain_all(true)?;
+        } else if blocking {
+            self.drain(0)?;
+        }
         self.stream_mut(s)?.queue.push_back(op);
         if !CONFIG.lazy {
             self.drain(s)?;
@@ -225,8 +235,8 @@ impl State {
             Op::Copy { dst, src, n } => self.execute_copy(dst, src, n),
             Op::Set { dst, value, n } => {
                 if self.mem.check_device_side(dst, n).is_ok() {
-                    // SAFETY: checked: inside one live mapping of ours.
-                    unsafe { std::ptr::write_bytes(dst as *mut u8, value, n) };
+                    // SAFETY: checked: inside one live mapping of ours (its shadow).
+                    unsafe { std::ptr::write_bytes(self.mem.view(dst) as *mut u8, value, n) };
                 } else {
                     crate::log!("queued memset to {dst:#x} skipped: the memory is gone");
                 }
@@ -312,8 +322,10 @@ impl State {
             crate::log!("queued copy {src:#x} -> {dst:#x} ({n} B) skipped: the memory is gone");
             return;
         }
-        // SAFETY: both ranges were checked against the live mappings (device side) or are
-        // host memory the caller handed us for this copy; `copy` allows overlap.
+        let (dst, src) = (self.mem.view(dst), self.mem.view(src));
+        // SAFETY: both ranges were checked against the live mappings (device memory,
+        // reached through its shadow) or are host memory the caller handed us for this
+        // copy; `copy` allows overlap.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, n) };
     }
 

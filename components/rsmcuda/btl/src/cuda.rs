@@ -36,7 +36,7 @@ use rsmcuda_core::reg::{
 use rsmcuda_cuda::{DeviceGets, Done, GetError};
 
 use crate::node::Node;
-use crate::{params, stats};
+use crate::{help, params, stats};
 
 pub use rsmcuda_core::ipc::peers::CTRL_TAG;
 
@@ -80,6 +80,10 @@ static DRIVER: OnceLock<cuda::Driver> = OnceLock::new();
 static HOST: [u8; REG_HANDLE_LEN] = HOST_HANDLE;
 /// The handle of device memory registered for its owner's own use.
 static UNSHARED_DEVICE: [u8; REG_HANDLE_LEN] = UNSHARED_DEVICE_HANDLE;
+/// This process started 4.1's PML CUDA support (ended at finalize).
+static PML_CUDA_STARTED: AtomicBool = AtomicBool::new(false);
+/// Why the PML's CUDA support could not start (CUDA IPC stays off then).
+static PML_CUDA_FAILED: OnceLock<String> = OnceLock::new();
 /// (local rank, CUDA call) pairs already reported as failing: said once each.
 static FAILURES_SAID: Mutex<Option<HashSet<(u32, &'static str)>>> = Mutex::new(None);
 
@@ -107,7 +111,31 @@ fn reason_off() -> Option<String> {
     if !params::get().use_cuda_ipc.enabled() {
         return Some("btl_rsmcuda_use_cuda_ipc is false".into());
     }
+    if let Some(why) = PML_CUDA_FAILED.get() {
+        return Some(why.clone());
+    }
     mca::gpu::cuda_off_reason()
+}
+
+/// Lets ob1 tell device buffers from host ones (4.1: see `mca::gpu`), whatever
+/// `btl_rsmcuda_use_cuda_ipc` says: without CUDA IPC device buffers still pass through
+/// our host fragments, and ob1 must copy them with the driver, not `memcpy`.
+pub fn start_pml_support(stream: &Stream) {
+    match mca::gpu::start_pml_cuda_support() {
+        Ok(started) => PML_CUDA_STARTED.store(started, Ordering::Release),
+        Err(why) => {
+            mca::help::show_help(help::HELP, "pml cuda support", true, &[&why]);
+            verbose!(stream, 1, "btl:rsmcuda: {why}");
+            let _ = PML_CUDA_FAILED.set(why);
+        }
+    }
+}
+
+/// Ends what [`start_pml_support`] started (also when init gives up after it).
+pub fn end_pml_support() {
+    if PML_CUDA_STARTED.swap(false, Ordering::AcqRel) {
+        mca::gpu::end_pml_cuda_support();
+    }
 }
 
 pub fn probe(stream: &Stream) {
@@ -598,6 +626,7 @@ fn report_failure(cuda: &Cuda, peer: u32, size: usize, call: &'static str, code:
 pub fn finalize<M: BtlModule>(btl: &Btl<M>) {
     let Some(cuda) = CUDA.get() else {
         *lock(&CONTROL) = None;
+        end_pml_support();
         return;
     };
     let start = std::time::Instant::now();
@@ -608,4 +637,5 @@ pub fn finalize<M: BtlModule>(btl: &Btl<M>) {
     }
     *lock(&cuda.gets) = None;
     *lock(&CONTROL) = None;
+    end_pml_support();
 }

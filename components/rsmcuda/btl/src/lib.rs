@@ -91,10 +91,12 @@ impl BtlComponent for Rsmcuda {
             return Ok(Vec::new());
         };
         // Before the contact, which says whether CUDA IPC is active here.
+        cuda::start_pml_support(&stream);
         cuda::probe(&stream);
         let contact = match setup::my_contact(limits) {
             Ok(c) => c,
             Err(e) => {
+                cuda::end_pml_support();
                 mca::help::show_help(help::HELP, "no segment name", true, &[&e]);
                 return Ok(Vec::new());
             }
