@@ -33,7 +33,7 @@ use results::Sample;
 const USAGE: &str = "\
 usage: rmca-bench [--demo | --quick] [--rounds N] [--series 4.1,5.0] [--configs a,b,...]
                   [--config NAME='--mca K V ...'] [--baseline NAME] [--out DIR] [--no-limits]
-                  [--no-plots] [--imb] [--no-netpipe] [--baseline-csv FILE | --no-baseline-csv]
+                  [--no-plots] [--imb] [--no-coll] [--no-netpipe] [--baseline-csv FILE | --no-baseline-csv]
                   [--timeout SECONDS] [--list] [-- mpibench arguments...]
        rmca-bench --memory ...   memory per node and per rank at 2..16 ranks (--memory --help)
 
@@ -52,6 +52,9 @@ usage: rmca-bench [--demo | --quick] [--rounds N] [--series 4.1,5.0] [--configs 
   --config       a further configuration: --mca triples and -x VAR=value
   --baseline     the configuration ratios are taken against (default: the first)
   --imb          also run IMB-MPI1 PingPong/Sendrecv/Exchange/Allreduce (from PATH)
+  --no-coll      skip the 4-rank MPI_Allreduce / MPI_Alltoall latency (mpicoll, 8 B and
+                 64 KiB, ranks unbound: 4 ranks on this 2-core machine), run by default in
+                 full mode for every configuration; --coll runs it in quick mode too
   --no-netpipe   skip NetPIPE (NPmpi or Debian's NPopenmpi from PATH: once per configuration
                  of each 4.1 pair of ours and its stock counterpart measured, 1 B .. 4 MiB)
   --baseline-csv the previous results this run's ratios are compared with (default:
@@ -75,6 +78,8 @@ struct Options {
     plots: bool,
     imb: Option<PathBuf>,
     netpipe: bool,
+    /// Also MPI_Allreduce and MPI_Alltoall at 4 ranks (mpicoll) for every configuration.
+    collectives: bool,
     /// The previous summary.csv to compare with (None: no comparison).
     previous: Option<PathBuf>,
     timeout: Duration,
@@ -140,6 +145,7 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
     let mut plots = true;
     let mut want_imb = false;
     let mut netpipe = true;
+    let mut collectives = None;
     let mut previous: Option<Option<PathBuf>> = None;
     let mut timeout = None;
     let mut bench_args = Vec::new();
@@ -152,6 +158,8 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
                 quick = true;
             }
             "--quick" => quick = true,
+            "--coll" => collectives = Some(true),
+            "--no-coll" => collectives = Some(false),
             "--rounds" => {
                 let v = value("a number")?;
                 rounds = Some(
@@ -286,6 +294,7 @@ fn parse_options(args: Vec<String>) -> Result<Option<Options>, String> {
         plots: plots && !demo,
         imb,
         netpipe: netpipe && !demo,
+        collectives: collectives.unwrap_or(!quick),
         previous,
         timeout: timeout.unwrap_or(Duration::from_secs(if quick { 120 } else { 900 })),
         bench_args,
@@ -406,7 +415,8 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
         .limits
         .then(|| fi_pingpong::plan(mcas(), &opts.bench_args, opts.quick))
         .flatten();
-    let per_round = opts.configs.len() * (1 + usize::from(opts.imb.is_some()))
+    let per_round = opts.configs.len()
+        * (1 + usize::from(opts.imb.is_some()) + usize::from(opts.collectives))
         + usize::from(opts.limits)
         + fipp.as_ref().map_or(0, |p| p.providers.len());
     let (np_pairs, np_configs) = netpipe_pairs(&opts.configs, &names);
@@ -482,6 +492,24 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
                     opts.rounds, config.config.name
                 ));
                 match run::imb(&config.config, imb_binary, round, opts.timeout, &opts.out) {
+                    Ok(mut s) => samples.append(&mut s),
+                    Err(e) => failures.push(e),
+                }
+            }
+            if opts.collectives {
+                progress.step(&format!(
+                    "round {round}/{}: {} ({} ranks: allreduce, alltoall)",
+                    opts.rounds,
+                    config.config.name,
+                    run::COLL_RANKS
+                ));
+                match run::mpicoll(
+                    &config.config,
+                    opts.quick,
+                    round,
+                    opts.timeout,
+                    &opts.out,
+                ) {
                     Ok(mut s) => samples.append(&mut s),
                     Err(e) => failures.push(e),
                 }

@@ -78,13 +78,20 @@ pub fn stock_of(config: &str) -> Option<String> {
         .map(|p| p.stock)
 }
 
-/// The points of the ratio view: small-message latency, large-message bandwidth.
+/// The points of the ratio view: small-message latency, large-message bandwidth, the
+/// 8-byte message rate and the 4-rank collectives (issue #19's targets); a point a
+/// run did not measure shows `-`.
 pub const POINTS: &[(&str, u64, &str)] = &[
     ("latency", 8, "us"),
     ("latency", 1 << 10, "us"),
     ("bw", 64 << 10, "MB/s"),
     ("bw", 1 << 20, "MB/s"),
     ("bw", 4 << 20, "MB/s"),
+    ("rate", 8, "Mmsg/s"),
+    ("allreduce", 8, "us"),
+    ("allreduce", 64 << 10, "us"),
+    ("alltoall", 8, "us"),
+    ("alltoall", 64 << 10, "us"),
 ];
 
 /// A size as `8 B`, `64 KiB`, `1 MiB`.
@@ -198,7 +205,13 @@ fn binomial(n: usize, k: usize) -> f64 {
 }
 
 fn column(test: &str, size: u64) -> String {
-    let test = if test == "bw" { "bw" } else { "lat" };
+    let test = match test {
+        "bw" => "bw",
+        "rate" => "rate",
+        "allreduce" => "ared",
+        "alltoall" => "a2a",
+        _ => "lat",
+    };
     format!(
         "{test} {}",
         size_label(size).replace("iB", "").replace(' ', "")
@@ -260,7 +273,8 @@ pub fn table(samples: &[Sample], measured: &[String]) -> String {
     }
     format!(
         "# pairs: ours / stock of the same Open MPI series, the median of the per-round ratios \
-         (lat: below 1.00 is better; bw: above 1.00 is better)\n\
+         (lat, ared, a2a: below 1.00 is better; bw, rate: above 1.00 is better; ared, a2a: \
+         MPI_Allreduce, MPI_Alltoall latency at 4 ranks)\n\
          # 5.0 vs 4.1: how much better (+) or worse (-) 5.0's ratio is than 4.1's\n\
          # 5.0 better: in how many rounds 5.0's ratio beat 4.1's of the same round; sign test: \
          + better, - worse (p < 0.05), = this run cannot tell\n{header}\n{out}"
@@ -378,7 +392,10 @@ mod tests {
         let t = table(&samples, &measured);
         let header = t.lines().find(|l| l.starts_with("pair")).unwrap();
         assert!(
-            header.ends_with("lat 8B   lat 1K   bw 64K    bw 1M    bw 4M"),
+            header.ends_with(
+                "lat 8B   lat 1K   bw 64K    bw 1M    bw 4M  rate 8B  ared 8B ared 64K   a2a 8B  \
+                 a2a 64K"
+            ),
             "{t}"
         );
         let r41 = t
@@ -386,20 +403,20 @@ mod tests {
             .find(|l| l.starts_with("rusnic / stock-tcp "))
             .unwrap();
         assert!(
-            r41.contains(" 4.1 ") && r41.contains("0.75") && r41.ends_with("1.50"),
+            r41.contains(" 4.1 ") && r41.contains("0.75") && r41.contains(" 1.50 "),
             "{t}"
         );
         let r50 = t
             .lines()
             .find(|l| l.starts_with("rusnic-ompi5 / stock-tcp-ompi5"))
             .unwrap();
-        assert!(r50.contains("0.50") && r50.ends_with("1.35"), "{t}");
+        assert!(r50.contains("0.50") && r50.contains(" 1.35 "), "{t}");
         // 0.75 -> 0.50 latency: +50 %; 1.50 -> 1.35 bandwidth: -10 %.
         let cmp = t.lines().find(|l| l.contains("5.0 vs 4.1  ")).unwrap();
         let words: Vec<&str> = cmp.split_whitespace().collect();
         assert_eq!(
             words,
-            ["5.0", "vs", "4.1", "+50%", "-", "-", "-", "-10%"],
+            ["5.0", "vs", "4.1", "+50%", "-", "-", "-", "-10%", "-", "-", "-", "-", "-"],
             "{t}"
         );
         // One round: 5.0 better at 8 B, worse at 4 MiB, and one round tells nothing.
@@ -407,7 +424,7 @@ mod tests {
         let words: Vec<&str> = votes.split_whitespace().collect();
         assert_eq!(
             words,
-            ["5.0", "better", "1/1", "=", "-", "-", "-", "0/1", "="],
+            ["5.0", "better", "1/1", "=", "-", "-", "-", "0/1", "=", "-", "-", "-", "-", "-"],
             "{t}"
         );
         // rsmcuda only on 5.0: its row, no comparison row; rofi not measured: no row.

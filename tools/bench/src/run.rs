@@ -99,6 +99,40 @@ fn limits_args(quick: bool, bench_args: &[String]) -> Vec<String> {
     args
 }
 
+/// Ranks of the collective runs (issue #19: 4-rank Allreduce and Alltoall latency).
+pub const COLL_RANKS: u32 = 4;
+
+/// mpicoll (MPI_Allreduce and MPI_Alltoall latency, 8 B and 64 KiB) at [`COLL_RANKS`]
+/// ranks under `config`. Those are more ranks than this machine has cores: the ranks
+/// are not bound (two share a core, and Open MPI yields when idle, as it does when
+/// oversubscribed), for every configuration alike.
+pub fn mpicoll(
+    config: &McaConfig,
+    quick: bool,
+    round: u32,
+    timeout: Duration,
+    out: &Path,
+) -> Result<Vec<Sample>, String> {
+    let target = if quick { "20" } else { "100" };
+    let args = ["--sizes", "8,64k", "--target-ms", target];
+    let mut mpirun = vec!["--bind-to", "none"];
+    mpirun.extend(&mpirun_args(config)[2..]);
+    let job = Job::new(config, COLL_RANKS, config.program("mpicoll"))
+        .args(&args)
+        .mpirun_args(&mpirun)
+        .timeout(timeout);
+    let label = format!("{}.coll.{round}", config.name);
+    let stdout = run_job(job, &label, out)?;
+    let samples: Vec<Sample> = stdout
+        .lines()
+        .filter_map(|l| parse_result(l, &config.name, round))
+        .collect();
+    if samples.is_empty() {
+        return Err(format!("{label}: mpicoll printed no RESULT line"));
+    }
+    Ok(samples)
+}
+
 /// The machine's limits (memcpy bandwidth by size, raw UDP and TCP round trips).
 pub fn limits(
     quick: bool,
