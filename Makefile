@@ -206,11 +206,12 @@ check-cuda: components-ompi-cuda components-ompi5 cuda-standin gpu-bundle
 	RMCA_CUDA_INCLUDE=$$(configure-support/cuda-headers)/include RMCA_REQUIRE_OMPI_CUDA=1 \
 	    tools/residue/no-residue $(CARGO) test --release --test cuda -- --test-threads=2
 
-# build/gpu-bundle/rmca-gpu-bundle.tar.xz (<= 64 MiB): the CUDA-aware prefix (run-time
-# parts), rsmcuda, tests/cuda's programs and a `run` script, for a machine with a real
-# GPU (configure-support/gpu-bundle). The programs link against the stand-in's
-# libcuda.so (RMCA_CUDA_STANDIN_DIR, default build/cuda-standin), which is not packed.
-gpu-bundle: components-ompi-cuda cuda-standin
+# build/gpu-bundle/rmca-gpu-bundle.tar.xz (<= 64 MiB): the CUDA-aware 4.1.4 and 5.0.7
+# prefixes (run-time parts), rsmcuda for each, tests/cuda's programs and a `run`
+# script, for a machine with a real GPU (configure-support/gpu-bundle). The programs
+# link against the stand-in's libcuda.so (RMCA_CUDA_STANDIN_DIR, default
+# build/cuda-standin), which is not packed.
+gpu-bundle: ompi5 components-ompi-cuda components-ompi5 cuda-standin
 	@configure-support/gpu-bundle
 
 static-ompi:

@@ -395,7 +395,7 @@ on_both_series!(
 );
 
 /// `make gpu-bundle`'s tarball, unpacked elsewhere, runs its whole `--quick` script
-/// on the stand-in: the relocated prefix, our component and both programs work
+/// on the stand-in: the relocated 4.1 and 5.0 prefixes, our components and both programs work
 /// without the checkout (the bundle carries no libcuda of its own).
 #[test]
 fn the_gpu_bundle_runs_from_anywhere() {
@@ -446,4 +446,17 @@ fn the_gpu_bundle_runs_from_anywhere() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Both series, 4 ranks on the one (stand-in) GPU too.
+    for job in [
+        "device_buffers-41-rsmcuda-np4",
+        "device_buffers-41-smcuda-np2",
+        "device_buffers-50-rsmcuda-np2",
+        "device_buffers-50-rsmcuda-np4",
+        "device_buffers-50-smcuda-np4",
+        "device_bw-41-rsmcuda",
+        "device_bw-50-rsmcuda",
+        "device_bw-50-smcuda",
+    ] {
+        assert!(stdout.contains(&format!("PASS {job} (")), "{job}\n{stdout}");
+    }
 }
