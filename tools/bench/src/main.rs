@@ -503,13 +503,7 @@ fn measure(opts: &Options) -> Result<ExitCode, String> {
                     config.config.name,
                     run::COLL_RANKS
                 ));
-                match run::mpicoll(
-                    &config.config,
-                    opts.quick,
-                    round,
-                    opts.timeout,
-                    &opts.out,
-                ) {
+                match run::mpicoll(&config.config, opts.quick, round, opts.timeout, &opts.out) {
                     Ok(mut s) => samples.append(&mut s),
                     Err(e) => failures.push(e),
                 }

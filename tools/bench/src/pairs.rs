@@ -416,7 +416,9 @@ mod tests {
         let words: Vec<&str> = cmp.split_whitespace().collect();
         assert_eq!(
             words,
-            ["5.0", "vs", "4.1", "+50%", "-", "-", "-", "-10%", "-", "-", "-", "-", "-"],
+            [
+                "5.0", "vs", "4.1", "+50%", "-", "-", "-", "-10%", "-", "-", "-", "-", "-"
+            ],
             "{t}"
         );
         // One round: 5.0 better at 8 B, worse at 4 MiB, and one round tells nothing.
@@ -424,7 +426,9 @@ mod tests {
         let words: Vec<&str> = votes.split_whitespace().collect();
         assert_eq!(
             words,
-            ["5.0", "better", "1/1", "=", "-", "-", "-", "0/1", "=", "-", "-", "-", "-", "-"],
+            [
+                "5.0", "better", "1/1", "=", "-", "-", "-", "0/1", "=", "-", "-", "-", "-", "-"
+            ],
             "{t}"
         );
         // rsmcuda only on 5.0: its row, no comparison row; rofi not measured: no row.

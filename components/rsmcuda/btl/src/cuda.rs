@@ -292,6 +292,13 @@ pub fn on_control(bytes: &[u8]) {
     }
 }
 
+/// No CUDA work for progress: no control message queued, no device get in flight
+/// (the two things [`progress`] looks at).
+#[inline]
+pub fn idle() -> bool {
+    !CONTROL_WORK.load(Ordering::Acquire) && GETS_IN_FLIGHT.load(Ordering::Acquire) == 0
+}
+
 /// Progress: control messages out, ob1 told, device gets completed in order.
 /// Inline: every progress pass calls it; mostly two loads.
 #[inline]

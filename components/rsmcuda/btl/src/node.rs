@@ -419,6 +419,16 @@ impl Node {
     }
 
     /// Whether the FIFO or a fast box may hold something: plain loads, no lock.
+    /// Nothing for [`progress`](Self::progress) to do, by the same tests it makes
+    /// first: attach settled, no value queued for a full FIFO, nothing arrived.
+    #[inline]
+    pub fn idle(&self) -> bool {
+        (self.attach_wait.is_none() || self.everyone_attached.load(Ordering::Relaxed))
+            && self.peers_waiting.load(Ordering::Acquire) == 0
+            && !self.anything_arrived()
+    }
+
+    #[inline]
     fn anything_arrived(&self) -> bool {
         self.fifo_probe
             .ready(self.fifo_hint.load(Ordering::Relaxed))

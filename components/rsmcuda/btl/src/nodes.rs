@@ -43,6 +43,16 @@ impl Nodes {
         self.slots.get(i)?.get().map(|b| &**b)
     }
 
+    /// The only node, while there is exactly one (the job's segment, in a job that
+    /// was never connected to another).
+    #[inline]
+    pub fn only(&self) -> Option<&Node> {
+        if self.len.load(Ordering::Acquire) != 1 {
+            return None;
+        }
+        self.slots[0].get().map(|b| &**b)
+    }
+
     /// Every node so far, with its index.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &Node)> {
         let len = self.len.load(Ordering::Acquire);
