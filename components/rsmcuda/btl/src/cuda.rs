@@ -179,7 +179,7 @@ pub fn probe(stream: &Stream) {
 pub fn attach<M: BtlModule>(btl: &Btl<M>, node: &Node, everyone_has_cuda_ipc: bool) {
     if probed() && !everyone_has_cuda_ipc {
         verbose!(
-            crate::stream(),
+            crate::params::stream(),
             1,
             "btl:rsmcuda: CUDA IPC off: a rank of this node has no CUDA IPC (registration \
              handles would not match); host path only"
@@ -356,7 +356,7 @@ fn flush_control<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
                         );
                     }
                     None => verbose!(
-                        crate::stream(),
+                        crate::params::stream(),
                         1,
                         "btl:rsmcuda: no CUDA IPC with local rank {peer}: {reason}"
                     ),
@@ -374,7 +374,7 @@ fn flush_control<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
         }
         let Some(proc_) = proc_ else {
             verbose!(
-                crate::stream(),
+                crate::params::stream(),
                 1,
                 "btl:rsmcuda: CUDA IPC with local rank {peer} agreed, but it is not one of \
                  our endpoints; ob1 is not told"
@@ -382,11 +382,11 @@ fn flush_control<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
             continue;
         };
         verbose!(
-            crate::stream(),
+            crate::params::stream(),
             1,
             "btl:rsmcuda: CUDA IPC with local rank {peer} on"
         );
-        btl.report_add_cuda_ipc(proc_, crate::stream().id());
+        btl.report_add_cuda_ipc(proc_, crate::params::stream().id());
         stats::bump(&stats::IPC_PEERS);
         done += 1;
     }
@@ -527,7 +527,7 @@ fn remote_memory(op: &RdmaOp) -> Result<Option<RemoteMemory>> {
     let bytes = unsafe { &*handle.as_ptr().cast::<[u8; REG_HANDLE_LEN]>() };
     reg::decode(bytes).map(Some).map_err(|e| {
         verbose!(
-            crate::stream(),
+            crate::params::stream(),
             1,
             "btl:rsmcuda: a peer's registration handle is bad: {e}"
         );
@@ -575,7 +575,7 @@ pub fn get(peer: u32, region: &DeviceRegion, op: RdmaOp, done: RdmaCompletion) -
             Ok(g) => *guard = Some(g),
             Err(code) => {
                 verbose!(
-                    crate::stream(),
+                    crate::params::stream(),
                     1,
                     "btl:rsmcuda: cannot create the CUDA IPC stream/events (CUresult {code})"
                 );
@@ -600,7 +600,11 @@ pub fn get(peer: u32, region: &DeviceRegion, op: RdmaOp, done: RdmaCompletion) -
         Err(e) => {
             match e.failed_call() {
                 Some((call, code)) => report_failure(cuda, peer, size, call, code),
-                None => verbose!(crate::stream(), 1, "btl:rsmcuda: CUDA IPC get failed: {e}"),
+                None => verbose!(
+                    crate::params::stream(),
+                    1,
+                    "btl:rsmcuda: CUDA IPC get failed: {e}"
+                ),
             }
             Err(Error::ERROR)
         }

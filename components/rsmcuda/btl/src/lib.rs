@@ -21,10 +21,7 @@ mod setup;
 mod single_copy;
 mod stats;
 
-use std::sync::OnceLock;
-
 use mca::btl::{BtlComponent, BtlDefaults};
-use mca::output::Stream;
 use mca::params::Registrar;
 use mca::{Result, sys, verbose};
 
@@ -33,13 +30,6 @@ use module::Module;
 pub struct Rsmcuda;
 
 mca::declare_btl_component!(mca_btl_rsmcuda_component, "rsmcuda", Rsmcuda);
-
-static STREAM: OnceLock<Stream> = OnceLock::new();
-
-/// The component's verbosity stream (btl_rsmcuda_verbose).
-pub(crate) fn stream() -> Stream {
-    *STREAM.get_or_init(|| Stream::open(params::try_get().map_or(0, |p| p.verbose.get())))
-}
 
 impl mca::component::Component for Rsmcuda {
     fn register(reg: &mut Registrar) -> Result<()> {
@@ -74,7 +64,7 @@ impl BtlComponent for Rsmcuda {
     }
 
     fn init(_progress_threads: bool, _mpi_threads: bool) -> Result<Vec<Module>> {
-        let stream = stream();
+        let stream = params::stream();
         // Installed beside vader, rsmcuda stays out of jobs that did not ask for it: a
         // module that reaches peers is progressed by ob1 even while vader carries all
         // the traffic.

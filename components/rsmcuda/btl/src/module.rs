@@ -10,7 +10,7 @@ use mca::btl::{
 };
 use mca::convertor::Convertor;
 use mca::proc::Proc;
-use mca::{Error, Result, sys, verbose};
+use mca::{Error, Result, verbose};
 use rsmcuda_core::rendezvous::{self, Candidate, Role};
 
 use crate::modex::Contact;
@@ -96,7 +96,7 @@ impl Module {
         let timeout = std::time::Duration::from_millis(p.attach_timeout_ms.get().max(1) as u64);
         let Some(index) = btl.nodes.next_index() else {
             verbose!(
-                crate::stream(),
+                crate::params::stream(),
                 1,
                 "btl:rsmcuda: {} segments in use already; {} is not used",
                 crate::nodes::MAX_SEGMENTS,
@@ -154,7 +154,7 @@ impl Module {
         let here = setup::my_node_key();
         let mut contacts: HashMap<u64, Contact> = HashMap::new();
         let mut fresh: Vec<Proc> = Vec::new();
-        for (p, c) in setup::contacts(component(), &asked) {
+        for (p, c) in setup::contacts(btl.component(), &asked) {
             if p.is_local() || c.as_ref().is_some_and(|c| c.node == here) {
                 fresh.push(p);
                 if let Some(c) = c {
@@ -194,7 +194,7 @@ impl Module {
         }
         for name in &split.mismatched {
             verbose!(
-                crate::stream(),
+                crate::params::stream(),
                 1,
                 "btl:rsmcuda: process {} of job {:x} uses other fragment sizes; it is not \
                  reachable through rsmcuda",
@@ -233,10 +233,6 @@ pub fn progress() -> usize {
         return 0;
     }
     Module::progress(btl)
-}
-
-fn component() -> *const sys::mca_base_component_t {
-    <crate::Rsmcuda as mca::component::Exported>::raw()
 }
 
 impl BtlModule for Module {
@@ -298,7 +294,7 @@ impl BtlModule for Module {
                 node.drain_before_exit(limit.saturating_duration_since(std::time::Instant::now()));
             if left > 0 {
                 verbose!(
-                    crate::stream(),
+                    crate::params::stream(),
                     1,
                     "btl:rsmcuda: finalize with {left} fragments still waiting for a full FIFO"
                 );
@@ -312,7 +308,7 @@ impl BtlModule for Module {
             Ordering::Acquire,
         );
         verbose!(
-            crate::stream(),
+            crate::params::stream(),
             1,
             "btl:rsmcuda: finalize ({} sends, {} sendis, {} receives, {} fifo-full stalls, \
              {} single-copy gets of {} bytes)",

@@ -77,7 +77,7 @@ pub fn plan(homes: &[Option<NodeId>]) -> Plan {
 
 /// One verbose line saying what was decided and done.
 pub fn report(plan: &Plan, placed: Option<&std::io::Result<Vec<(u32, u64)>>>) {
-    let stream = crate::stream();
+    let stream = crate::params::stream();
     let source = &topology().source;
     match (plan, placed) {
         (Plan::Off(why), _) => {

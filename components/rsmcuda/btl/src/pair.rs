@@ -36,7 +36,7 @@ pub fn meet(
     contacts: &HashMap<u64, Contact>,
     limits: (usize, usize),
 ) -> Vec<(u64, Option<Segment>)> {
-    let stream = crate::stream();
+    let stream = crate::params::stream();
     let me = mca::proc::my_name_hash();
     let my_pid = std::process::id();
     let timeout =

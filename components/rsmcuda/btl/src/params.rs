@@ -4,6 +4,7 @@
 use std::sync::OnceLock;
 
 use mca::Result;
+use mca::output::Stream;
 use mca::params::{Level, Param, Registrar};
 
 /// Every tunable of rsmcuda besides the generic BTL ones.
@@ -40,6 +41,13 @@ pub fn get() -> &'static Params {
 /// The parameters if already registered (the BTL defaults are computed during register).
 pub fn try_get() -> Option<&'static Params> {
     PARAMS.get()
+}
+
+static STREAM: OnceLock<Stream> = OnceLock::new();
+
+/// The component's verbosity stream (btl_rsmcuda_verbose).
+pub fn stream() -> Stream {
+    *STREAM.get_or_init(|| Stream::open(try_get().map_or(0, |p| p.verbose.get())))
 }
 
 pub fn register(reg: &mut Registrar) -> Result<()> {

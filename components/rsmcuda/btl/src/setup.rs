@@ -69,7 +69,7 @@ pub fn contacts(
     component: *const mca::sys::mca_base_component_t,
     procs: &[Proc],
 ) -> Vec<(Proc, Option<Contact>)> {
-    let stream = crate::stream();
+    let stream = crate::params::stream();
     procs
         .iter()
         .map(|proc_| {
@@ -111,7 +111,7 @@ pub fn contacts(
 /// unreachable through rsmcuda.
 pub fn join(mut members: Vec<(u64, Contact)>, limits: (usize, usize)) -> Option<Joined> {
     let p = params::get();
-    let stream = crate::stream();
+    let stream = crate::params::stream();
     let me = mca::proc::my_name_hash();
     if members.is_empty() {
         return None;

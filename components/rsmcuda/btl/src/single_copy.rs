@@ -27,7 +27,7 @@ pub fn wanted() -> bool {
 
 /// Decides at setup whether CMA is used, and says why not.
 pub fn announce<M: BtlModule>(btl: &Btl<M>) {
-    let stream = crate::stream();
+    let stream = crate::params::stream();
     let flags_have_get = {
         // SAFETY: plain read of our own module's flags (set by the BTL base from the
         // generic btl_rsmcuda_flags parameter before add_procs).
@@ -69,7 +69,7 @@ pub fn announce<M: BtlModule>(btl: &Btl<M>) {
 /// PUT is never advertised, so no peer writes through these handles.
 pub fn register<M: BtlModule>(_btl: &Btl<M>, size: usize, flags: u32) -> Option<Registration> {
     verbose!(
-        crate::stream(),
+        crate::params::stream(),
         20,
         "btl:rsmcuda: register_mem {size} bytes, flags {flags:#x}, CMA {}",
         CMA_ON.load(Ordering::Relaxed)
@@ -115,7 +115,7 @@ pub fn get<M: BtlModule>(
         Err(e) => {
             if CMA_ON.swap(false, Ordering::AcqRel) {
                 verbose!(
-                    crate::stream(),
+                    crate::params::stream(),
                     1,
                     "btl:rsmcuda: CMA read from pid {pid} failed ({e}); single copy off, \
                      falling back to copy in/out"
@@ -159,7 +159,7 @@ pub fn put<M: BtlModule>(
         }
         Err(e) => {
             verbose!(
-                crate::stream(),
+                crate::params::stream(),
                 1,
                 "btl:rsmcuda: CMA write of {} bytes to pid {pid} failed ({e}); ob1 copies \
                  that part in and out",

@@ -63,7 +63,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::repr::{FboxCtrl, FboxWord};
-use crate::segment::SegShared;
+use crate::shared::SegShared;
 use crate::trylock::{TryLock, TryLockGuard};
 
 const VALID: u64 = 1 << 40;

@@ -24,10 +24,10 @@ use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::error::FragError;
-use crate::fifo::{FifoKind, FifoValue};
 use crate::layout::{FRAG_HEADER_BYTES, PoolKind};
 use crate::repr::FragHeader;
-use crate::segment::SegShared;
+use crate::shared::SegShared;
+use crate::value::{FifoKind, FifoValue};
 
 static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 

@@ -28,8 +28,10 @@ mod name;
 pub mod numa;
 mod repr;
 mod segment;
+mod shared;
 mod sys;
 mod trylock;
+mod value;
 
 pub use error::{FragError, ShmError};
 pub use fbox::{FBOX_TAIL, FboxCorrupt, FboxProbe, FboxReader, FboxWriter, SharedFboxWriter};
@@ -45,5 +47,6 @@ pub use layout::{
 };
 pub use name::{SegmentName, node_key};
 pub use repr::{LAYOUT_VERSION, MAGIC};
-pub use segment::{AbandonOutcome, Backing, Locator, Retry, Segment};
+pub use segment::{AbandonOutcome, Locator, Retry, Segment};
+pub use shared::Backing;
 pub use trylock::{TryLock, TryLockGuard};

@@ -26,11 +26,10 @@
 //! rank attached ([`Segment::settle`]) or when it gives up, after which nobody can
 //! attach. Nothing is ever left behind, whoever is killed whenever.
 
-use std::os::fd::OwnedFd;
+use std::fmt;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use std::{fmt, io};
 
 use crate::cma;
 use crate::fifo::{FifoReader, FifoWriter};
@@ -39,26 +38,8 @@ use crate::layout::{HEADER_BYTES, Layout, LayoutParams, PoolKind};
 use crate::mapping::Mapping;
 use crate::name::SegmentName;
 use crate::repr::{ABANDONED_BIT, FifoCtrl, LAYOUT_VERSION, MAGIC, RankEntry, SegmentHeader, Slot};
+use crate::shared::{Backing, SegShared};
 use crate::{ShmError, sys};
-
-/// State shared by a segment and every handle derived from it.
-pub(crate) struct SegShared {
-    pub(crate) map: Mapping,
-    pub(crate) layout: Layout,
-    pub(crate) name: SegmentName,
-    backing: Backing,
-    /// The anonymous segment's descriptor, held by its creator until the door closes.
-    held: Mutex<Option<OwnedFd>>,
-}
-
-/// How peers find a segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backing {
-    /// A POSIX shared-memory object under its name in /dev/shm (`shm_open`).
-    Named,
-    /// A memfd that only the creator's open descriptor makes reachable.
-    Anonymous,
-}
 
 /// Where an attacher looks for a segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,38 +48,6 @@ pub enum Locator {
     Name,
     /// Among the open files of the creating process ([`Backing::Anonymous`]).
     Process(u32),
-}
-
-impl SegShared {
-    pub(crate) fn header(&self) -> &SegmentHeader {
-        self.map.get(0)
-    }
-    pub(crate) fn rank_entry(&self, r: u32) -> &RankEntry {
-        self.map.get(self.layout.rank_entry_off(r))
-    }
-    fn os(&self, op: &'static str) -> impl FnOnce(io::Error) -> ShmError + '_ {
-        move |source| ShmError::Os {
-            op,
-            name: self.name.to_string(),
-            source,
-        }
-    }
-    /// Unlinks the name unless some process already did (an anonymous segment: closes
-    /// the creator's descriptor, if this process holds it). `Ok(true)` if this call did it.
-    fn unlink_once(&self) -> Result<bool, ShmError> {
-        let held = self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if self.header().state.0.unlinked.swap(1, AcqRel) != 0 {
-            return Ok(false);
-        }
-        if self.backing == Backing::Anonymous {
-            return Ok(held.is_some());
-        }
-        match sys::shm_unlink(self.name.as_cstr()) {
-            Ok(()) => Ok(true),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
-            Err(e) => Err((self.os("shm_unlink"))(e)),
-        }
-    }
 }
 
 /// How `attach` retries while the leader has not created the segment yet.

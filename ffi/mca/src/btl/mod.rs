@@ -205,6 +205,14 @@ impl<M: BtlModule> Btl<M> {
         self.base.get()
     }
 
+    /// The component this module belongs to (`btl_component`, set when it was made):
+    /// what its modex entries are keyed by.
+    pub fn component(&self) -> *const sys::mca_base_component_t {
+        // SAFETY: `btl_component` is written once when the module is built (before it
+        // is shared) and never again; reading a pointer field of our own cell.
+        unsafe { (*self.base.get()).btl_component.cast_const().cast() }
+    }
+
     /// Reads the effective limits (after MCA parameters were applied).
     pub fn eager_limit(&self) -> usize {
         // SAFETY: plain field read of our own struct.
