@@ -69,6 +69,19 @@ fn run(
     args: &[&str],
     extra: &[(&str, &str)],
 ) -> Run {
+    run_program(build, "device_buffers", name, btl, ranks, args, extra)
+}
+
+/// [`run`] with another program of tests/cuda.
+fn run_program(
+    build: &CudaBuild,
+    program: &str,
+    name: &str,
+    btl: &str,
+    ranks: u32,
+    args: &[&str],
+    extra: &[(&str, &str)],
+) -> Run {
     let report = report_dir(&format!("{name}-{}", build.series));
     let mut config = build.config(
         McaConfig::new(name, &[("pml", "ob1"), ("btl", btl)]),
@@ -84,7 +97,7 @@ fn run(
     let pvars: Vec<String> = PVARS.iter().map(|p| format!("--pvar={p}")).collect();
     let mut all_args: Vec<&str> = args.to_vec();
     all_args.extend(pvars.iter().map(String::as_str));
-    let out = Job::new(&config, ranks, build.program("device_buffers"))
+    let out = Job::new(&config, ranks, build.program(program))
         .args(&all_args)
         .timeout(Duration::from_secs(300))
         .run();
@@ -364,6 +377,51 @@ fn rsmcuda_says_once_that_managed_memory_cannot_be_shared(build: &CudaBuild) {
     );
 }
 
+/// A CPU-only application (no CUDA call, so no CUDA context) where rsmcuda's CUDA IPC
+/// is on: no handshake can start, and rsmcuda must not ask the driver about it on every
+/// send (on an H200 machine that cost 1.5-3.9 µs a message, 8-byte latency 4-9x
+/// vader's), nor initialise CUDA itself. 4000 messages each way at 2 ranks: a few
+/// questions, not one per send.
+fn rsmcuda_does_not_ask_the_driver_on_every_send_without_a_context(build: &CudaBuild) {
+    if !build.available() || cuda::real_driver() {
+        return;
+    }
+    let run = run_program(
+        build,
+        "host_only",
+        "rsmcuda-host-only",
+        "self,rsmcuda",
+        2,
+        &[],
+        &[("btl_rsmcuda_verbose", "1")],
+    );
+    run.out.assert_passed();
+    assert_eq!(
+        run.out.stderr.matches("CUDA IPC on: driver").count(),
+        2,
+        "CUDA IPC must be on for this to mean anything\n{}",
+        run.out.report()
+    );
+    let asked = run.count("call.cuCtxGetDevice");
+    assert!(
+        asked <= 40,
+        "the driver was asked {asked} times for 8000 sends: {:?}",
+        run.counters.per_process
+    );
+    // Nor does it initialise CUDA behind the application's back: on 5.0 that turns
+    // ob1's check of every host buffer into a cuMemRetainAllocationHandle call (2-4 µs
+    // latency on an H200 machine instead of 0.4).
+    assert_eq!(
+        (
+            run.count("call.cuInit"),
+            run.count("call.cuMemRetainAllocationHandle")
+        ),
+        (0, 0),
+        "{:?}",
+        run.counters.per_process
+    );
+}
+
 /// Each test above as `<test>::ompi41` and `<test>::ompi50`.
 macro_rules! on_both_series {
     ($($test:ident),* $(,)?) => {
@@ -392,6 +450,7 @@ on_both_series!(
     an_event_failing_mid_transfer_loses_nothing,
     rsmcuda_waits_for_copies_on_lazy_streams,
     rsmcuda_says_once_that_managed_memory_cannot_be_shared,
+    rsmcuda_does_not_ask_the_driver_on_every_send_without_a_context,
 );
 
 /// `make gpu-bundle`'s tarball, unpacked elsewhere, runs its whole `--quick` script

@@ -71,12 +71,29 @@ impl Driver {
 
     /// Loads the driver from `path` (a file name or path) and initialises it.
     pub fn load_from(path: &str) -> Result<Driver, LoadError> {
-        let fns = Fns::open(path)?;
-        let driver = Driver { fns };
+        let driver = Self::open_from(path)?;
         // SAFETY: cuInit takes a flags word (must be 0) and touches no memory of ours.
         let code = unsafe { (driver.fns.init)(0) };
         check("cuInit", code).map_err(LoadError::Init)?;
         Ok(driver)
+    }
+
+    /// Loads `libcuda.so.1` without initialising it: a library inside MPI leaves `cuInit`
+    /// to the application. Until the application initialises CUDA, the calls that need
+    /// it fail with CUDA_ERROR_NOT_INITIALIZED (3), which callers take as "no context".
+    /// Initialising it behind the application's back is not free: Open MPI 5.0's
+    /// accelerator framework then checks every host buffer with
+    /// `cuMemRetainAllocationHandle` (8-byte latency 2-4 µs instead of 0.4 on an H200
+    /// machine, for an application that never uses the GPU).
+    pub fn open() -> Result<Driver, LoadError> {
+        Self::open_from("libcuda.so.1")
+    }
+
+    /// [`open`](Self::open) from `path`.
+    pub fn open_from(path: &str) -> Result<Driver, LoadError> {
+        Ok(Driver {
+            fns: Fns::open(path)?,
+        })
     }
 
     /// `cuDriverGetVersion` (e.g. 12040 for 12.4).

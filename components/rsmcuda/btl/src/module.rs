@@ -384,7 +384,7 @@ impl BtlModule for Module {
     ) -> Result<SendStatus> {
         let node = btl.node(endpoint).ok_or(Error::UNREACH)?;
         if endpoint.job {
-            cuda::before_send(endpoint.rank);
+            cuda::before_send(endpoint.rank, false);
         }
         node.send(descriptor, endpoint.rank, tag)
     }
@@ -404,7 +404,7 @@ impl BtlModule for Module {
             return Err(SendiRefused { descriptor: None });
         };
         if endpoint.job {
-            cuda::before_send(endpoint.rank);
+            cuda::before_send(endpoint.rank, convertor.on_device());
         }
         if !(endpoint.job && cuda::refuse_sendi(endpoint.rank, convertor.flags()))
             && node.sendi(endpoint.rank, header, convertor, payload_size, tag)

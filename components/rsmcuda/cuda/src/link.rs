@@ -10,12 +10,16 @@ use crate::Gpu;
 
 /// A message is about to be sent to `peer`: ask for IPC if nothing is decided yet. The
 /// driver is only asked for the current device when a request could go out, so sends
-/// to established (or refused) peers cost one map lookup.
-pub fn on_send<G: Gpu>(gpu: &G, peers: &mut IpcPeers, peer: u32) {
-    if peers.wants_to_ask(peer) {
-        let local = gpu.current_device().ok();
-        peers.on_send(peer, local);
+/// to established (or refused) peers cost one map lookup. False when the driver was
+/// asked and this process has no CUDA context (no request could go out): the caller
+/// should not ask again on every send.
+pub fn on_send<G: Gpu>(gpu: &G, peers: &mut IpcPeers, peer: u32) -> bool {
+    if !peers.wants_to_ask(peer) {
+        return true;
     }
+    let local = gpu.current_device().ok();
+    peers.on_send(peer, local);
+    local.is_some()
 }
 
 /// A control message arrived on the BTL's tag; returns its sender.

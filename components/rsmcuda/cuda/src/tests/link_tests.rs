@@ -235,3 +235,28 @@ fn gpus_without_peer_access_never_reach_ob1() {
     on_send(&a, &mut pa, 1);
     assert_eq!(pa.pending(), 0, "refused for good: no more requests");
 }
+
+/// A send while this process has no CUDA context asks the driver and says so (the BTL
+/// then stops asking on every send); with a context the request goes out; a decided
+/// peer needs no question at all.
+#[test]
+fn a_send_without_a_context_says_so() {
+    let gpu = Fake::default();
+    let none = Side {
+        gpu: &gpu,
+        device: None,
+    };
+    let mut p = peers(0);
+    assert!(!on_send(&none, &mut p, 1), "no context: reported");
+    assert_eq!(p.pending(), 0, "nothing can go out without a context");
+    let some = Side {
+        gpu: &gpu,
+        device: Some(0),
+    };
+    assert!(on_send(&some, &mut p, 1), "a context: the request goes out");
+    assert!(p.pending() > 0);
+    assert!(
+        on_send(&none, &mut p, 1),
+        "already asked: no question, nothing to report"
+    );
+}
