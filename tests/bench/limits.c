@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "size_arg.h"
+
 #define MAX_SIZES 64
 
 static size_t sizes[MAX_SIZES];
@@ -353,17 +355,13 @@ static void bench_tcp(void)
 /* ---------------------------------------------------------------- options */
 static size_t parse_size(const char *s)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (*end == 'k' || *end == 'K')
-        v <<= 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        v <<= 20, end++;
-    if (end == s || *end) {
+    int ok;
+    size_t v = size_arg(s, &ok);
+    if (!ok) {
         fprintf(stderr, "limits: bad size '%s'\n", s);
         exit(2);
     }
-    return (size_t)v;
+    return v;
 }
 
 static void set_sizes(const char *s)

@@ -43,6 +43,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "size_arg.h"
+
 enum test { T_LAT, T_BW, T_BIBW, T_RATE, T_COUNT };
 static const char *test_name[T_COUNT] = {"latency", "bw", "bibw", "rate"};
 static const char *test_unit[T_COUNT] = {"us", "MB/s", "MB/s", "Mmsg/s"};
@@ -80,17 +82,11 @@ static void die(const char *msg)
 
 static size_t parse_size(const char *s)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (*end == 'k' || *end == 'K')
-        v <<= 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        v <<= 20, end++;
-    else if (*end == 'g' || *end == 'G')
-        v <<= 30, end++;
-    if (end == s || *end)
+    int ok;
+    size_t v = size_arg(s, &ok);
+    if (!ok)
         die("bad size argument");
-    return (size_t)v;
+    return v;
 }
 
 /* ---------------------------------------------------------------- validation patterns */

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "size_arg.h"
+
 enum test { T_ALLREDUCE, T_ALLTOALL, T_COUNT };
 static const char *test_name[T_COUNT] = {"allreduce", "alltoall"};
 
@@ -47,15 +49,11 @@ static void die(const char *msg)
 
 static size_t parse_size(const char *s)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (*end == 'k' || *end == 'K')
-        v <<= 10, end++;
-    else if (*end == 'm' || *end == 'M')
-        v <<= 20, end++;
-    if (end == s || *end)
+    int ok;
+    size_t v = size_arg(s, &ok);
+    if (!ok)
         die("bad size argument");
-    return (size_t)v;
+    return v;
 }
 
 /* What a rank contributes at index i in a phase (0 first, 1 last validated call): 16

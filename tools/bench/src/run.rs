@@ -67,14 +67,33 @@ pub fn mpibench(
         .args(&args)
         .mpirun_args(mpirun_args(config))
         .timeout(timeout);
-    let label = format!("{}.{round}", config.name);
-    let stdout = run_job(job, &label, out)?;
+    result_lines(
+        job,
+        config,
+        "mpibench",
+        &format!("{}.{round}", config.name),
+        round,
+        out,
+    )
+}
+
+/// Runs `job` (`program` under `config`); every RESULT line it prints becomes a sample,
+/// and none at all is a failure.
+fn result_lines(
+    job: Job,
+    config: &McaConfig,
+    program: &str,
+    label: &str,
+    round: u32,
+    out: &Path,
+) -> Result<Vec<Sample>, String> {
+    let stdout = run_job(job, label, out)?;
     let samples: Vec<Sample> = stdout
         .lines()
         .filter_map(|l| parse_result(l, &config.name, round))
         .collect();
     if samples.is_empty() {
-        return Err(format!("{label}: mpibench printed no RESULT line"));
+        return Err(format!("{label}: {program} printed no RESULT line"));
     }
     Ok(samples)
 }
@@ -122,15 +141,7 @@ pub fn mpicoll(
         .mpirun_args(&mpirun)
         .timeout(timeout);
     let label = format!("{}.coll.{round}", config.name);
-    let stdout = run_job(job, &label, out)?;
-    let samples: Vec<Sample> = stdout
-        .lines()
-        .filter_map(|l| parse_result(l, &config.name, round))
-        .collect();
-    if samples.is_empty() {
-        return Err(format!("{label}: mpicoll printed no RESULT line"));
-    }
-    Ok(samples)
+    result_lines(job, config, "mpicoll", &label, round, out)
 }
 
 /// The machine's limits (memcpy bandwidth by size, raw UDP and TCP round trips).
