@@ -32,7 +32,7 @@ impl Convertor {
 
     /// The convertor's `CONVERTOR_*` flags (e.g. `CONVERTOR_CUDA` 0x0040_0000 for a
     /// device buffer in a CUDA-aware build).
-    pub fn flags(&self) -> u32 {
+    fn flags(&self) -> u32 {
         if self.0.is_null() {
             return 0;
         }

@@ -282,15 +282,12 @@ fn mark_settled(peers: &IpcPeers, peer: u32) {
     }
 }
 
-/// `CONVERTOR_CUDA` (opal_convertor.h): the convertor describes device memory.
-const CONVERTOR_CUDA: u32 = 0x0040_0000;
-
-/// Whether `sendi` must refuse: device data to a peer with CUDA IPC on goes through
-/// ob1's RGET path (registration + get) instead of being packed into a fragment, as
-/// with smcuda.
+/// Whether `sendi` must refuse: device data (`device`, the convertor's device flag) to
+/// a peer with CUDA IPC on goes through ob1's RGET path (registration + get) instead of
+/// being packed into a fragment, as with smcuda.
 #[inline]
-pub fn refuse_sendi(peer: u32, convertor_flags: u32) -> bool {
-    convertor_flags & CONVERTOR_CUDA != 0
+pub fn refuse_sendi(peer: u32, device: bool) -> bool {
+    device
         && active()
         && lock(&CONTROL)
             .as_ref()

@@ -403,10 +403,11 @@ impl BtlModule for Module {
         let Some(node) = btl.node(endpoint) else {
             return Err(SendiRefused { descriptor: None });
         };
+        let device = convertor.on_device();
         if endpoint.job {
-            cuda::before_send(endpoint.rank, convertor.on_device());
+            cuda::before_send(endpoint.rank, device);
         }
-        if !(endpoint.job && cuda::refuse_sendi(endpoint.rank, convertor.flags()))
+        if !(endpoint.job && cuda::refuse_sendi(endpoint.rank, device))
             && node.sendi(endpoint.rank, header, convertor, payload_size, tag)
         {
             return Ok(());

@@ -375,10 +375,16 @@ impl Node {
     /// Moves pending values into FIFOs that have room again, oldest first.
     #[inline]
     fn drain_pending(&self) -> usize {
-        if self.peers_waiting.load(Ordering::Acquire) == 0 {
+        if !self.any_waiting() {
             return 0;
         }
         self.drain_waiting_queues()
+    }
+
+    /// Some value waits for a full FIFO.
+    #[inline]
+    fn any_waiting(&self) -> bool {
+        self.peers_waiting.load(Ordering::Acquire) > 0
     }
 
     #[cold]
@@ -410,7 +416,7 @@ impl Node {
     /// already finalized. Returns how many were still waiting when it gave up.
     pub fn drain_before_exit(&self, limit: std::time::Duration) -> usize {
         let start = Instant::now();
-        while self.peers_waiting.load(Ordering::Acquire) > 0 && start.elapsed() < limit {
+        while self.any_waiting() && start.elapsed() < limit {
             if self.drain_pending() == 0 {
                 std::thread::yield_now();
             }
@@ -418,16 +424,14 @@ impl Node {
         self.pending.iter().map(|p| lock(&p.queue).len()).sum()
     }
 
-    /// Whether the FIFO or a fast box may hold something: plain loads, no lock.
     /// Nothing for [`progress`](Self::progress) to do, by the same tests it makes
     /// first: attach settled, no value queued for a full FIFO, nothing arrived.
     #[inline]
     pub fn idle(&self) -> bool {
-        (self.attach_wait.is_none() || self.everyone_attached.load(Ordering::Relaxed))
-            && self.peers_waiting.load(Ordering::Acquire) == 0
-            && !self.anything_arrived()
+        self.attach_settled() && !self.any_waiting() && !self.anything_arrived()
     }
 
+    /// Whether the FIFO or a fast box may hold something: plain loads, no lock.
     #[inline]
     fn anything_arrived(&self) -> bool {
         self.fifo_probe
@@ -592,10 +596,17 @@ impl Node {
     /// has not attached within the timeout never will; close the door and unlink.
     #[inline]
     fn check_attach(&self) {
-        if self.attach_wait.is_none() || self.everyone_attached.load(Ordering::Relaxed) {
+        if self.attach_settled() {
             return;
         }
         self.check_attach_slow();
+    }
+
+    /// No attach to watch: this rank did not create the segment, or everyone attached
+    /// (or the leader gave up waiting).
+    #[inline]
+    fn attach_settled(&self) -> bool {
+        self.attach_wait.is_none() || self.everyone_attached.load(Ordering::Relaxed)
     }
 
     #[cold]
