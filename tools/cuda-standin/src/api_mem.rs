@@ -3,7 +3,6 @@
 use std::ffi::{c_int, c_uint, c_void};
 
 use crate::codes::*;
-use crate::config::CONFIG;
 use crate::memory::{self, Kind, Origin};
 use crate::state::{self, State};
 use crate::stream::Op;
@@ -685,19 +684,15 @@ fn memset(dst: CuPtr, value: u8, n: usize, stream: Option<Handle>) -> CuResult {
         match stream {
             Some(st) => s.enqueue(st as usize, Op::Set { dst, value, n }),
             None => {
-                s.drain_all(true)?;
-                s.stream_mut(0)?.queue.push_back(Op::Set { dst, value, n });
+                // On the legacy stream, after every blocking stream's work (enqueue).
+                s.enqueue(0, Op::Set { dst, value, n })?;
                 // On device memory the driver returns before the device has set it,
                 // unless the allocation is SYNC_MEMOPS: with lazy streams it waits on
                 // the legacy stream like any queued work (a transport copying into
                 // this buffer on a non-blocking stream could run before it).
                 let returns_early = matches!(s.mem.classify(dst),
                     Kind::Device(b) if !s.mem.allocs[&b].sync_memops);
-                if CONFIG.lazy && returns_early {
-                    Ok(())
-                } else {
-                    s.drain(0)
-                }
+                if returns_early { Ok(()) } else { s.drain(0) }
             }
         }
     })
