@@ -80,15 +80,6 @@ static void die(const char *msg)
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
-static size_t parse_size(const char *s)
-{
-    int ok;
-    size_t v = size_arg(s, &ok);
-    if (!ok)
-        die("bad size argument");
-    return v;
-}
-
 /* ---------------------------------------------------------------- validation patterns */
 static unsigned char pat(int test, size_t size, int sender, int slot, int phase, size_t i)
 {
@@ -311,7 +302,7 @@ static void set_sizes(const char *s)
     for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (opt.nsizes == MAX_SIZES)
             die("--sizes: too many sizes");
-        opt.sizes[opt.nsizes++] = parse_size(t);
+        opt.sizes[opt.nsizes++] = size_arg_or_fail(t, die);
     }
     free(copy);
     if (!opt.nsizes)
@@ -353,12 +344,12 @@ static void parse_args(int argc, char **argv)
         i++;                                                                                   \
     } while (0)
         if (!strcmp(a, "--test")) { NEED(); set_tests(v); }
-        else if (!strcmp(a, "--min")) { NEED(); lo = parse_size(v); have_range = 1; }
-        else if (!strcmp(a, "--max")) { NEED(); hi = parse_size(v); have_range = 1; }
+        else if (!strcmp(a, "--min")) { NEED(); lo = size_arg_or_fail(v, die); have_range = 1; }
+        else if (!strcmp(a, "--max")) { NEED(); hi = size_arg_or_fail(v, die); have_range = 1; }
         else if (!strcmp(a, "--sizes")) { NEED(); set_sizes(v); explicit_sizes = 1; }
         else if (!strcmp(a, "--window")) { NEED(); opt.window = atoi(v); }
-        else if (!strcmp(a, "--window-bytes")) { NEED(); opt.window_bytes = parse_size(v); }
-        else if (!strcmp(a, "--rate-size")) { NEED(); opt.rate_size = parse_size(v); }
+        else if (!strcmp(a, "--window-bytes")) { NEED(); opt.window_bytes = size_arg_or_fail(v, die); }
+        else if (!strcmp(a, "--rate-size")) { NEED(); opt.rate_size = size_arg_or_fail(v, die); }
         else if (!strcmp(a, "--target-ms")) { NEED(); target_ms = atof(v); }
         else if (!strcmp(a, "--reps")) { NEED(); reps = atoi(v); }
         else if (!strcmp(a, "--min-iters")) { NEED(); opt.min_iters = atol(v); }

@@ -47,15 +47,6 @@ static void die(const char *msg)
     MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
-static size_t parse_size(const char *s)
-{
-    int ok;
-    size_t v = size_arg(s, &ok);
-    if (!ok)
-        die("bad size argument");
-    return v;
-}
-
 /* What a rank contributes at index i in a phase (0 first, 1 last validated call): 16
  * bits, so that the sum over ranks never overflows an int. */
 static unsigned contribution(int from, int to, size_t i, int phase)
@@ -190,7 +181,7 @@ static void parse_args(int argc, char **argv)
             for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 if (nsizes == MAX_SIZES)
                     die("--sizes: too many sizes");
-                sizes[nsizes] = parse_size(t);
+                sizes[nsizes] = size_arg_or_fail(t, die);
                 if (sizes[nsizes] == 0 || sizes[nsizes] % 4 || sizes[nsizes] > (64u << 20))
                     die("--sizes: each size must be a multiple of 4 bytes, at most 64 MiB");
                 nsizes++;

@@ -21,4 +21,14 @@ static inline size_t size_arg(const char *s, int *ok)
     return *ok ? (size_t)v : 0;
 }
 
+/* size_arg for a program whose `fail(message)` does not return. */
+static inline size_t size_arg_or_fail(const char *s, void (*fail)(const char *))
+{
+    int ok;
+    size_t v = size_arg(s, &ok);
+    if (!ok)
+        fail("bad size argument");
+    return v;
+}
+
 #endif

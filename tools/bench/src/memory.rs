@@ -532,10 +532,10 @@ fn probe(
     out: &Path,
 ) -> Result<Probe, String> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    // Oversubscribed: no binding; the runtime's own traffic on the loopback.
+    // Oversubscribed: no binding.
     let job = Job::new(config, ranks, config.program("memprobe"))
         .args(&args)
-        .mpirun_args(&["--bind-to", "none", "--mca", "oob_tcp_if_include", "lo"])
+        .mpirun_args(&crate::run::mpirun_args(config, "none"))
         .timeout(timeout);
     let result = job.run();
     let label = format!("{}.{ranks}", config.name);

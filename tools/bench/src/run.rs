@@ -15,19 +15,21 @@ use crate::netpipe;
 use crate::report::LIMITS;
 use crate::results::{Sample, parse_result};
 
-/// Two ranks on two cores, runtime traffic on the loopback.
-const MPIRUN_ARGS: &[&str] = &["--bind-to", "core", "--mca", "oob_tcp_if_include", "lo"];
+/// The runtime's own traffic on the loopback.
+const OOB_ON_LOOPBACK: [&str; 3] = ["--mca", "oob_tcp_if_include", "lo"];
 
-/// The mpirun options of every job of `config`: [`MPIRUN_ARGS`] on the system's Open
-/// MPI. Another installation (5.0) gets the binding only: its runtime (PRRTE) refuses
-/// an OOB restricted to the loopback ("No network interfaces were found for
-/// out-of-band communications"), and a one-node job's ranks reach mpirun's PMIx server
-/// on the node anyway.
-fn mpirun_args(config: &McaConfig) -> &'static [&'static str] {
-    match config.prefix {
-        None => MPIRUN_ARGS,
-        Some(_) => &MPIRUN_ARGS[..2],
+/// The mpirun options of a job of `config`: ranks bound to `binding` (`core`: two
+/// ranks on two cores; `none` where there are more ranks than cores), and on the
+/// system's Open MPI [`OOB_ON_LOOPBACK`]. Another installation (5.0) gets the binding
+/// only: its runtime (PRRTE) refuses an OOB restricted to the loopback ("No network
+/// interfaces were found for out-of-band communications"), and a one-node job's ranks
+/// reach mpirun's PMIx server on the node anyway.
+pub fn mpirun_args(config: &McaConfig, binding: &'static str) -> Vec<&'static str> {
+    let mut args = vec!["--bind-to", binding];
+    if config.prefix.is_none() {
+        args.extend(OOB_ON_LOOPBACK);
     }
+    args
 }
 
 fn keep(out: &Path, name: &str, stdout: &str, stderr: &str) {
@@ -65,7 +67,7 @@ pub fn mpibench(
     // On another installation (5.0), mpibench compiled by that installation's mpicc.
     let job = Job::new(config, 2, config.program("mpibench"))
         .args(&args)
-        .mpirun_args(mpirun_args(config))
+        .mpirun_args(&mpirun_args(config, "core"))
         .timeout(timeout);
     result_lines(
         job,
@@ -134,11 +136,9 @@ pub fn mpicoll(
 ) -> Result<Vec<Sample>, String> {
     let target = if quick { "20" } else { "100" };
     let args = ["--sizes", "8,64k", "--target-ms", target];
-    let mut mpirun = vec!["--bind-to", "none"];
-    mpirun.extend(&mpirun_args(config)[2..]);
     let job = Job::new(config, COLL_RANKS, config.program("mpicoll"))
         .args(&args)
-        .mpirun_args(&mpirun)
+        .mpirun_args(&mpirun_args(config, "none"))
         .timeout(timeout);
     let label = format!("{}.coll.{round}", config.name);
     result_lines(job, config, "mpicoll", &label, round, out)
@@ -471,7 +471,7 @@ pub fn imb(
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let job = Job::new(config, 2, binary)
         .args(&args)
-        .mpirun_args(mpirun_args(config))
+        .mpirun_args(&mpirun_args(config, "core"))
         .timeout(timeout);
     let label = format!("{}.imb.{round}", config.name);
     let stdout = run_job(job, &label, out)?;
@@ -493,7 +493,7 @@ pub fn netpipe(
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let job = Job::new(config, 2, binary)
         .args(&args)
-        .mpirun_args(mpirun_args(config))
+        .mpirun_args(&mpirun_args(config, "core"))
         .timeout(timeout);
     run_job(job, &label, out)?;
     let text = std::fs::read_to_string(&np_out)
@@ -519,7 +519,7 @@ pub fn describe(config: &McaConfig) -> String {
         }
         words.push(config.mpirun().display().to_string());
     }
-    words.extend(mpirun_args(config).iter().map(|a| (*a).to_owned()));
+    words.extend(mpirun_args(config, "core").iter().map(|a| (*a).to_owned()));
     words.extend(config.mpirun_options());
     words.join(" ")
 }
@@ -579,11 +579,11 @@ mod tests {
     fn jobs_on_another_installation_keep_the_binding_and_leave_the_oob_alone() {
         let on41 = McaConfig::new("a", &[("pml", "ob1")]);
         assert_eq!(
-            mpirun_args(&on41),
+            mpirun_args(&on41, "core"),
             ["--bind-to", "core", "--mca", "oob_tcp_if_include", "lo"]
         );
         let on5 = on41.on_prefix_with(Path::new("/opt/ompi5"), Path::new("/b/mca"));
-        assert_eq!(mpirun_args(&on5), ["--bind-to", "core"]);
+        assert_eq!(mpirun_args(&on5, "core"), ["--bind-to", "core"]);
         assert_eq!(
             describe(&on5),
             "OMPI_MCA_mca_base_component_path=/b/mca:/opt/ompi5/lib/openmpi \
