@@ -57,7 +57,7 @@ fn rsmcuda(btl: &str) -> McaConfig {
 /// Whether `name` is an object this configuration's transports create in /dev/shm:
 /// vader's `vader_segment.<host>...`, rsmcuda's `rsmcuda-<job>-<node hash>`, and for an
 /// MTL (stock ofi, rofi) libfabric shm's `<pid>:<domain>:<endpoint>` regions and `fi_*`
-/// names. Only these count: another session's job on this machine may leave other
+/// names. Only these count: another user's job on this machine may leave other
 /// transports' objects at any time.
 fn could_create(config: &McaConfig, name: &str) -> bool {
     let param = |key: &str| {

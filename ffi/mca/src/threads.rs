@@ -1,8 +1,8 @@
 //! Whether this process's MPI may be entered by several threads at once.
 //!
 //! Open MPI sets `opal_uses_threads` when `MPI_THREAD_MULTIPLE` is asked for, in
-//! `MPI_Init` before any BTL or MTL is initialised, and (5.0) again when a later session
-//! asks for it; it never clears it. So callers read it per call, as Open MPI's own
+//! `MPI_Init` before any BTL or MTL is initialised, and (5.0) again when a later
+//! `MPI_Session_init` asks for it; it never clears it. So callers read it per call, as Open MPI's own
 //! `opal_using_threads()` does, rather than once. Below that level, MPI calls never
 //! overlap: a thread's calls are ordered after another's by the application's own
 //! synchronisation (`MPI_THREAD_SERIALIZED`) or come from one thread.

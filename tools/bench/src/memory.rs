@@ -122,7 +122,7 @@ pub fn parse(stdout: &str) -> Probe {
     probe
 }
 
-/// The runtime's own shared files (PMIx's data store in the session directory): the
+/// The runtime's own shared files (PMIx's data store in the job's temporary directory): the
 /// same under every transport, so not counted as the transport's.
 pub fn is_runtime(path: &str) -> bool {
     path.contains("pmix")

@@ -15,7 +15,7 @@
 //! every message paid about one cross-core round trip just to release a lock. Releasing
 //! this is a plain Release store either way; the serialized way takes it without any
 //! locked instruction at all. The choice is per call because Open MPI may switch to
-//! `MPI_THREAD_MULTIPLE` after a lock was made (a later session asking for it).
+//! `MPI_THREAD_MULTIPLE` after a lock was made (a later `MPI_Session_init` asking for it).
 
 use std::cell::UnsafeCell;
 use std::fmt;
