@@ -1,4 +1,11 @@
-//! The component's show_help topics (configure-support/help/help-mpi-btl-rusnic.txt).
+//! The component's diagnostics: its show_help topics
+//! (configure-support/help/help-mpi-btl-rusnic.txt) and its verbose stream.
+
+use std::sync::OnceLock;
+
+use mca::output::Stream;
+
+use crate::params;
 
 const FILE: &str = "help-mpi-btl-rusnic.txt";
 
@@ -15,4 +22,11 @@ pub fn show_invalid(problem: &str) {
         true,
         &["btl rusnic", problem],
     );
+}
+
+static STREAM: OnceLock<Stream> = OnceLock::new();
+
+/// The verbose stream, at `btl_rusnic_verbose`'s level.
+pub fn stream() -> Stream {
+    *STREAM.get_or_init(|| Stream::open(params::get().verbose.get()))
 }

@@ -20,25 +20,18 @@ mod regions;
 mod stats;
 
 use std::hash::{BuildHasher, Hasher};
-use std::sync::OnceLock;
 
 use mca::btl::{BtlComponent, BtlDefaults};
-use mca::output::Stream;
 use mca::params::Registrar;
 use mca::{Result, sys, verbose};
 use rusnic_core::Key;
 
 use crate::backend::{Backend, OfiBackend, UdpBackend};
 use crate::engine::Engine;
+use crate::help::stream;
 use crate::modex::Contact;
 use crate::module::Rusnic;
 use crate::params::BackendKind;
-
-static STREAM: OnceLock<Stream> = OnceLock::new();
-
-fn stream() -> Stream {
-    *STREAM.get_or_init(|| Stream::open(params::get().verbose.get()))
-}
 
 struct Component;
 
@@ -154,7 +147,7 @@ impl BtlComponent for Component {
     }
 
     fn progress() -> usize {
-        raw_ob1::with_module(Rusnic::progress).unwrap_or(0)
+        module::with_live(Rusnic::progress).unwrap_or(0)
     }
 }
 

@@ -23,15 +23,24 @@ use mca::{Error, Result, sys, verbose};
 use rusnic_core::{Event, Instant, SendError, Shared};
 
 use crate::engine::Engine;
+use crate::help::{self, stream};
 use crate::iface;
 use crate::modex::Contact;
 use crate::params::{self, PayloadCrc};
 use crate::put::Puts;
 use crate::raw::IfAddr;
-use crate::raw_ob1::{self, new_frag};
+use crate::raw_ob1::{self, LiveModule, Upcalls, new_frag};
 use crate::raw_put::{self, RegionWriter};
 use crate::regions::Regions;
-use crate::{help, stats, stream};
+use crate::stats;
+
+/// The live module, for component progress (`with_live`).
+static LIVE: LiveModule<Rusnic> = LiveModule::new();
+
+/// Runs `f` with the live module (between add_procs and finalize), if there is one.
+pub fn with_live<R>(f: impl FnOnce(&Btl<Rusnic>) -> R) -> Option<R> {
+    LIVE.with(f)
+}
 
 /// What ob1 holds per reachable peer.
 pub struct PeerEndpoint {
@@ -89,11 +98,6 @@ impl Rusnic {
             last_stats: Mutex::new((0, 0)),
             finalizing: AtomicBool::new(false),
         }
-    }
-
-    /// Whether the PML may be called (false once finalize began).
-    pub fn upcalls(&self) -> bool {
-        !self.finalizing.load(Ordering::Acquire)
     }
 
     fn now(&self) -> Instant {
@@ -316,8 +320,8 @@ impl Rusnic {
             return Some(PeerEndpoint { id });
         }
         let (_, vpid) = p.jobid_vpid();
-        // SAFETY: our exported component structure.
-        let blob = match unsafe { p.modex_recv(crate::component_raw()) } {
+        // SAFETY: our exported component structure (the module's `btl_component`).
+        let blob = match unsafe { p.modex_recv(btl.component()) } {
             Ok(b) => b,
             Err(_) => {
                 verbose!(stream(), 10, "btl:rusnic: rank {vpid} published no contact");
@@ -487,6 +491,13 @@ fn max_fragment(btl: &Btl<Rusnic>) -> usize {
     btl.eager_limit().max(btl.max_send_size())
 }
 
+impl Upcalls for Rusnic {
+    /// Whether the PML may be called (false once finalize began).
+    fn upcalls(&self) -> bool {
+        !self.finalizing.load(Ordering::Acquire)
+    }
+}
+
 impl BtlModule for Rusnic {
     type Endpoint = PeerEndpoint;
     const HAS_SENDI: bool = true;
@@ -495,7 +506,7 @@ impl BtlModule for Rusnic {
     const HAS_REGISTER_MEM: bool = true;
 
     fn add_procs(btl: &Btl<Self>, procs: &[Proc]) -> Result<Vec<Option<PeerEndpoint>>> {
-        raw_ob1::set_module(btl);
+        LIVE.set(btl);
         let cfg = {
             let eng = btl.engine();
             params::get().core_config_mtu(max_fragment(btl), eng.config_mtu())
@@ -575,7 +586,7 @@ impl BtlModule for Rusnic {
         if params::get().stats.get() > 0 {
             mca::output::emit_always(&stats::line(btl.rank, &s));
         }
-        raw_ob1::clear_module();
+        LIVE.clear();
         Ok(())
     }
 

@@ -1,15 +1,16 @@
 //! Raw: the pointers ob1 hands back to us. Descriptors we allocated come back as
 //! `Descriptor`s and our module as the address progress needs; turning them into Rust
 //! references and running completion callbacks is the only `unsafe` of the BTL proper.
+//!
+//! Below the module: generic over it ([`LiveModule`], [`Upcalls`]), so it never names
+//! `module::Rusnic`.
 
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mca::btl::{Btl, Descriptor, Frag};
+use mca::btl::{Btl, BtlModule, Descriptor, Frag};
 
 use rusnic_core::Shared;
-
-use crate::module::Rusnic;
 
 /// Our fragments: the C descriptor with one segment over a buffer the protocol core may
 /// share once the fragment is sent (zero-copy: the core's datagrams refer to it until
@@ -21,27 +22,41 @@ pub type OurFrag = Frag<FragBuf>;
 pub type FragBuf = Arc<Vec<u8>>;
 
 /// The live module, set at add_procs and cleared at finalize, for component progress
-/// (which Open MPI calls without a module argument).
-static MODULE: AtomicPtr<Btl<Rusnic>> = AtomicPtr::new(std::ptr::null_mut());
+/// (which Open MPI calls without a module argument). The module keeps it as a static.
+pub struct LiveModule<M: BtlModule>(AtomicPtr<Btl<M>>);
 
-pub fn set_module(btl: &Btl<Rusnic>) {
-    MODULE.store(btl as *const Btl<Rusnic> as *mut _, Ordering::Release);
-}
-
-pub fn clear_module() {
-    MODULE.store(std::ptr::null_mut(), Ordering::Release);
-}
-
-/// Runs `f` with the live module, if there is one.
-pub fn with_module<R>(f: impl FnOnce(&Btl<Rusnic>) -> R) -> Option<R> {
-    let p = MODULE.load(Ordering::Acquire);
-    if p.is_null() {
-        return None;
+impl<M: BtlModule> LiveModule<M> {
+    pub const fn new() -> Self {
+        LiveModule(AtomicPtr::new(std::ptr::null_mut()))
     }
-    // SAFETY: the pointer was stored from a live module in add_procs and is cleared in
-    // finalize before ob1 frees the module cell; ob1 stops calling progress only after
-    // finalize, and no call of ours runs concurrently with finalize.
-    Some(f(unsafe { &*p }))
+
+    /// From add_procs: `btl` stays live until `clear` (called from its finalize).
+    pub fn set(&self, btl: &Btl<M>) {
+        self.0
+            .store(btl as *const Btl<M> as *mut _, Ordering::Release);
+    }
+
+    pub fn clear(&self) {
+        self.0.store(std::ptr::null_mut(), Ordering::Release);
+    }
+
+    /// Runs `f` with the live module, if there is one.
+    pub fn with<R>(&self, f: impl FnOnce(&Btl<M>) -> R) -> Option<R> {
+        let p = self.0.load(Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: the pointer was stored from a live module in add_procs and is cleared
+        // in finalize before ob1 frees the module cell; ob1 stops calling progress only
+        // after finalize, and no call of ours runs concurrently with finalize.
+        Some(f(unsafe { &*p }))
+    }
+}
+
+/// Whether a module may still call into the PML (false once its finalize began: the
+/// PML is gone).
+pub trait Upcalls: BtlModule {
+    fn upcalls(&self) -> bool;
 }
 
 /// Buffers at least this large are recycled instead of freed: a fresh allocation of a
@@ -132,7 +147,7 @@ pub fn free(des: Descriptor) {
 
 /// Runs a descriptor's completion callback, then frees it if the BTL owns it.
 /// After finalize began the PML is gone: the descriptor is only freed.
-pub fn complete(btl: &Btl<Rusnic>, endpoint: usize, des: Descriptor, status: i32) {
+pub fn complete<M: Upcalls>(btl: &Btl<M>, endpoint: usize, des: Descriptor, status: i32) {
     if !btl.upcalls() {
         free(des);
         return;

@@ -6,6 +6,7 @@ use mca::{Error, Result};
 
 use super::{PeerEndpoint, Rusnic, btl_error, max_fragment};
 use crate::help;
+use crate::raw_ob1::Upcalls;
 use crate::raw_put;
 
 impl Rusnic {
