@@ -2,9 +2,9 @@
 
 use std::ffi::{c_char, c_int, c_uint};
 
+use crate::abi::{Handle, entry, put};
 use crate::codes::*;
 use crate::state::{self, Ctx, State};
-use crate::{Handle, entry, put};
 
 /// Memory a device reports (cuDeviceTotalMem, cuMemGetInfo).
 pub const DEVICE_MEMORY: usize = 16 << 30;

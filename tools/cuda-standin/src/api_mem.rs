@@ -2,11 +2,11 @@
 
 use std::ffi::{c_int, c_uint, c_void};
 
+use crate::abi::{CuPtr, Handle, entry, put};
 use crate::codes::*;
 use crate::memory::{self, Kind, Origin};
 use crate::state::{self, State};
 use crate::stream::Op;
-use crate::{CuPtr, Handle, entry, put};
 
 fn alloc(s: &mut State, size: usize, managed: bool) -> Result<usize, CuResult> {
     let ctx = s.current_ctx()?;

@@ -4,10 +4,10 @@ use std::ffi::{c_int, c_uint};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use crate::abi::{CuPtr, Handle, IpcHandle, entry, put};
 use crate::codes::*;
 use crate::state;
 use crate::stream::{EvShared, Event, Stream, event_file, stream_key};
-use crate::{CuPtr, Handle, IpcHandle, entry, put};
 
 unsafe fn stream_create(ps: *mut Handle, flags: c_uint) -> CuResult {
     state::run(|s| {

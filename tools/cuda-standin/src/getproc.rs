@@ -3,8 +3,12 @@
 
 use std::ffi::{c_char, c_int, c_ulonglong, c_void};
 
+use crate::abi::{entry, put};
+use crate::api_ctx::*;
+use crate::api_init::*;
+use crate::api_mem::*;
+use crate::api_stream::*;
 use crate::codes::*;
-use crate::{entry, put};
 
 macro_rules! procs {
     ($($name:ident),* $(,)?) => {
@@ -12,7 +16,7 @@ macro_rules! procs {
         fn implemented() -> &'static [(&'static str, usize)] {
             static TABLE: std::sync::LazyLock<Vec<(&'static str, usize)>> =
                 std::sync::LazyLock::new(|| {
-                    vec![$((stringify!($name), crate::$name as *const () as usize)),*]
+                    vec![$((stringify!($name), $name as *const () as usize)),*]
                 });
             TABLE.as_slice()
         }

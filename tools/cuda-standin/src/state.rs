@@ -1,5 +1,6 @@
 //! The process-wide state behind one mutex, the per-thread context stack, and the
-//! exit hook that unlinks every /dev/shm file this process still owns.
+//! unlinking of every /dev/shm file this process still owns (from `report`'s exit
+//! hook). Stream work on the state: `queue`; IPC on it: `ipc`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -166,7 +167,7 @@ impl State {
     }
 }
 
-/// (live allocations, live IPC mappings) for the counters.
+/// (live allocations, live IPC mappings): the report's live gauges.
 pub fn live_counts() -> (u64, u64) {
     match lock().as_ref() {
         Some(s) => s.mem.live_counts(),
@@ -174,37 +175,29 @@ pub fn live_counts() -> (u64, u64) {
     }
 }
 
-/// At exit (and at dlclose, which `-z nodelete` turns into exit): write the report,
-/// then unlink every file this process still owns. Waits a little for the lock in case
-/// another thread holds it, and gives up rather than hang the exit.
-extern "C" fn at_exit() {
-    let _ = std::panic::catch_unwind(|| {
-        crate::counters::write_report();
-        for _ in 0..200 {
-            match STATE.try_lock() {
-                Ok(mut g) => {
-                    if let Some(s) = g.as_mut() {
-                        s.mem.unlink_all();
-                        for e in s.events.values() {
-                            e.shared.unlink();
-                        }
+/// At exit: unlinks every file this process still owns. Waits a little for the lock in
+/// case another thread holds it, and gives up rather than hang the exit.
+pub fn unlink_all_at_exit() {
+    for _ in 0..200 {
+        match STATE.try_lock() {
+            Ok(mut g) => {
+                if let Some(s) = g.as_mut() {
+                    s.mem.unlink_all();
+                    for e in s.events.values() {
+                        e.shared.unlink();
                     }
-                    return;
                 }
-                Err(std::sync::TryLockError::Poisoned(p)) => {
-                    if let Some(s) = p.into_inner().as_mut() {
-                        s.mem.unlink_all();
-                    }
-                    return;
+                return;
+            }
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                if let Some(s) = p.into_inner().as_mut() {
+                    s.mem.unlink_all();
                 }
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
+                return;
+            }
+            Err(std::sync::TryLockError::WouldBlock) => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
             }
         }
-    });
+    }
 }
-
-#[used]
-#[unsafe(link_section = ".fini_array")]
-static AT_EXIT: extern "C" fn() = at_exit;

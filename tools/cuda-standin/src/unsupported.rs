@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use crate::codes::NOT_SUPPORTED;
 
 fn not_supported(name: &'static str) -> c_int {
-    crate::entry(name, || {
+    crate::abi::entry(name, || {
         crate::counters::add("unsupported.calls", 1);
         crate::log!("{name} is not implemented by the stand-in (CUDA_ERROR_NOT_SUPPORTED)");
         NOT_SUPPORTED
