@@ -1,6 +1,6 @@
 /*
- * comm_from_group.c -- communicators made by MPI_Comm_create_from_group (MPI-4
- * sessions) on Open MPI 5.0, where ob1 gives them extended CIDs: the first message
+ * comm_from_group.c -- communicators made by MPI_Comm_create_from_group
+ * (MPI Sessions, MPI-4) on Open MPI 5.0, where ob1 gives them extended CIDs: the first message
  * to each peer on such a communicator carries an extra CID header, and a peer that
  * meets a new CID answers with a CID-only message (a 32-byte header, no match
  * header after it).  Each communicator's first messages have a different size (0,
