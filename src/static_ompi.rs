@@ -7,6 +7,8 @@
 //! `make check-static` builds it first and sets `RMCA_REQUIRE_STATIC_OMPI=1`, which
 //! turns a missing installation into a failure.
 
+pub mod checks;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
