@@ -29,6 +29,7 @@
 //! shm). With an exclude list, the default order applies to what is left.
 
 mod filter;
+pub mod inherit;
 pub mod probe;
 mod select;
 

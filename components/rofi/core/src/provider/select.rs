@@ -171,6 +171,9 @@ pub enum Rejection {
         defect: Option<Defect>,
         lacking: &'static str,
     },
+    /// Not the provider (or fabric) the spawning process chose
+    /// ([`super::inherit::select_inherited`]).
+    NotInherited(super::inherit::Inherited),
 }
 
 impl fmt::Display for Rejection {
@@ -205,6 +208,12 @@ impl fmt::Display for Rejection {
                     "; rofi would match messages itself, but the provider lacks {lacking}"
                 )
             }
+            Rejection::NotInherited(parent) => write!(
+                f,
+                "the process that spawned this job chose {parent} \
+                 (mtl_rofi_{}), and its jobs must match messages alike",
+                super::inherit::PARAM
+            ),
             Rejection::HostMatchingSep => f.write_str(
                 "host matching (needed for this provider or asked for) uses one endpoint \
                  context, and scalable endpoints were requested",
