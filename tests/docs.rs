@@ -115,10 +115,11 @@ fn makefile_targets(makefile: &str) -> BTreeSet<String> {
         if line.starts_with(['\t', '#', ' ', '.']) || line.contains(":=") || line.contains("?=") {
             continue;
         }
-        if let Some((heads, _)) = line.split_once(':') {
-            if !heads.contains('=') && !heads.contains('$') {
-                targets.extend(heads.split_whitespace().map(str::to_string));
-            }
+        if let Some((heads, _)) = line.split_once(':')
+            && !heads.contains('=')
+            && !heads.contains('$')
+        {
+            targets.extend(heads.split_whitespace().map(str::to_string));
         }
     }
     targets
