@@ -302,14 +302,25 @@ impl JobOutput {
         )
     }
 
-    /// Panics with the report unless the job failed on its own (no timeout) and its
-    /// output gives every one of `reasons`.
+    /// Panics with the report unless the job failed on its own (no timeout, no
+    /// process ended by a segmentation fault) and its output gives every one of
+    /// `reasons`.
     pub fn assert_refused_with(&self, reasons: &[&str]) {
         assert!(!self.succeeded() && !self.timed_out, "{}", self.report());
         let log = format!("{}{}", self.stdout, self.stderr);
         assert!(
-            reasons.iter().all(|reason| log.contains(reason)),
-            "{}",
+            !log.contains("Segmentation fault"),
+            "refused with a crash\n{}",
+            self.report()
+        );
+        let missing: Vec<&str> = reasons
+            .iter()
+            .copied()
+            .filter(|reason| !log.contains(reason))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "the refusal does not give {missing:?}\n{}",
             self.report()
         );
     }
@@ -709,7 +720,36 @@ pub fn assert_btl_opens_only_when_named(component: &str, named_list: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_counts;
+    use super::{JobOutput, parse_counts};
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+    use std::time::Duration;
+
+    fn job(code: Option<i32>, timed_out: bool, stdout: &str, stderr: &str) -> JobOutput {
+        JobOutput {
+            command: "mpirun x".into(),
+            code,
+            timed_out,
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    fn refused(out: &JobOutput, reasons: &[&str]) -> bool {
+        catch_unwind(AssertUnwindSafe(|| out.assert_refused_with(reasons))).is_ok()
+    }
+
+    #[test]
+    fn a_refusal_ends_on_its_own_cleanly_with_every_reason() {
+        let out = job(Some(1), false, "rank 0: no peer", "x is not a power of two");
+        assert!(refused(&out, &["no peer", "not a power of two"]));
+        assert!(refused(&out, &[]));
+        assert!(!refused(&out, &["no peer", "something else"]));
+        assert!(!refused(&job(Some(0), false, "", "no peer"), &["no peer"]));
+        assert!(!refused(&job(None, true, "", "no peer"), &["no peer"]));
+        let crashed = job(None, false, "", "no peer\nSegmentation fault (11)");
+        assert!(!refused(&crashed, &["no peer"]));
+    }
 
     #[test]
     fn counts_lines_are_parsed_strictly() {

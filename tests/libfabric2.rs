@@ -265,17 +265,10 @@ fn shm_on_2_1_fails_only_the_truncation_checks_and_gets_host_matching() {
     )
     .timeout(Duration::from_secs(60))
     .run();
-    let log = format!("{}{}", never.stdout, never.stderr);
-    assert!(
-        !never.succeeded()
-            && !never.timed_out
-            && log.contains(
-                "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: \
-                 truncation_posted, truncation_unexpected (truncated receives lose"
-            ),
-        "{}",
-        never.report()
-    );
+    never.assert_refused_with(&[
+        "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: \
+         truncation_posted, truncation_unexpected (truncated receives lose",
+    ]);
 }
 
 // sockets (still in 2.1): the point-to-point programs and collectives at 2 ranks.
@@ -464,13 +457,8 @@ fn the_2_1_builds_are_refused_by_the_1_17_library_with_the_reason() {
     let out = Job::new(&config, 2, mca_harness::program("p2p_sizes"))
         .timeout(Duration::from_secs(120))
         .run();
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
-    assert!(
-        log.contains("mca_mtl_rofi") && log.contains("FABRIC_1.8"),
-        "the refusal does not name rofi and the missing FABRIC_1.8\n{}",
-        out.report()
-    );
+    // It names rofi and the missing FABRIC_1.8.
+    out.assert_refused_with(&["mca_mtl_rofi", "FABRIC_1.8"]);
 }
 
 /// tests/libfabric/shm_matching.c's checks, by provider: `(name, passed)`.
@@ -522,19 +510,12 @@ fn lnx_is_refused_with_the_reason() {
     let out = Job::new(&lf.on(config), 2, mca_harness::program("p2p_sizes"))
         .timeout(Duration::from_secs(60))
         .run();
-    let log = format!("{}{}", out.stdout, out.stderr);
-    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
-    assert!(
-        log.contains(
-            "shm+tcp;ofi_rxm:lnx [ofi_lnx_fabric]: rejected: rofi's matching probe found its \
-             tagged matching wrong: peek (FI_PEEK takes or misses messages (MPI_Iprobe)), \
-             peek_claim"
-        ) && log.contains("rofi would match messages itself, but the provider lacks")
-            && !log.contains("Segmentation fault")
-            && log.contains("rofi would match messages itself, but the provider lacks"),
-        "{}",
-        out.report()
-    );
+    out.assert_refused_with(&[
+        "shm+tcp;ofi_rxm:lnx [ofi_lnx_fabric]: rejected: rofi's matching probe found its \
+         tagged matching wrong: peek (FI_PEEK takes or misses messages (MPI_Iprobe)), \
+         peek_claim",
+        "rofi would match messages itself, but the provider lacks",
+    ]);
 }
 
 /// `(check, passed)` for every check of tests/libfabric/shm_matching.c, in order.
