@@ -47,6 +47,7 @@ struct AppRun {
 
 /// Adds the rows of one application: every stock run (reference) and ours beside it.
 fn compare(
+    series: &str,
     suite: &str,
     what: &str,
     pairs: &[Pair],
@@ -56,6 +57,7 @@ fn compare(
 ) {
     for (pair, (stock, ours)) in pairs.iter().zip(runs) {
         rows.push(Row {
+            series: series.to_owned(),
             suite: suite.to_owned(),
             config: pair.stock.name.clone(),
             passed: usize::from(stock.outcome.passed),
@@ -68,14 +70,14 @@ fn compare(
         });
         if !stock.outcome.passed {
             findings.stock_failures.insert(
-                suite.to_owned(),
+                format!("[Open MPI {series}] {suite}"),
                 (vec![pair.stock.name.clone()], stock.outcome.why.clone()),
             );
         }
         let versus = if !ours.outcome.passed {
             if stock.outcome.passed {
                 findings.regressions.push(format!(
-                    "{suite} on {}: {}\n      reproduce: {}",
+                    "[Open MPI {series}] {suite} on {}: {}\n      reproduce: {}",
                     pair.ours.name, ours.outcome.why, ours.outcome.command
                 ));
             }
@@ -108,12 +110,13 @@ fn compare(
                 show(&ours.values).trim()
             );
             findings.regressions.push(format!(
-                "{suite} on {}: {why}\n      reproduce: {}",
+                "[Open MPI {series}] {suite} on {}: {why}\n      reproduce: {}",
                 pair.ours.name, ours.outcome.command
             ));
             format!("!!! {why}")
         };
         rows.push(Row {
+            series: series.to_owned(),
             suite: suite.to_owned(),
             config: pair.ours.name.clone(),
             passed: usize::from(ours.outcome.passed && stock.values == ours.values),
@@ -127,7 +130,13 @@ fn compare(
 /// atoms) and 500 steps (about 20 s on 2 ranks here).
 const LAMMPS_EXAMPLE: &str = "/usr/share/lammps/examples/melt/in.melt";
 
-pub fn lammps(work: &Path, pairs: &[Pair], rows: &mut Vec<Row>, findings: &mut Findings) {
+pub fn lammps(
+    work: &Path,
+    series: &str,
+    pairs: &[Pair],
+    rows: &mut Vec<Row>,
+    findings: &mut Findings,
+) {
     let dir = work.join("lammps");
     let _ = std::fs::create_dir_all(&dir);
     let input = match std::fs::read_to_string(LAMMPS_EXAMPLE) {
@@ -145,9 +154,9 @@ pub fn lammps(work: &Path, pairs: &[Pair], rows: &mut Vec<Row>, findings: &mut F
             .collect::<Vec<_>>()
             .join("\n"),
         Err(e) => {
-            findings
-                .skipped
-                .push(format!("LAMMPS: cannot read {LAMMPS_EXAMPLE}: {e}"));
+            findings.skipped.push(format!(
+                "[Open MPI {series}] LAMMPS: cannot read {LAMMPS_EXAMPLE}: {e}"
+            ));
             return;
         }
     };
@@ -175,6 +184,7 @@ pub fn lammps(work: &Path, pairs: &[Pair], rows: &mut Vec<Row>, findings: &mut F
         .map(|p| (run(&p.stock), run(&p.ours)))
         .collect();
     compare(
+        series,
         "LAMMPS melt (32k atoms, 2 ranks)",
         "thermo lines",
         pairs,
@@ -256,7 +266,13 @@ fn gmx(dir: &Path, args: &[&str]) -> Result<(), String> {
     }
 }
 
-pub fn gromacs(work: &Path, pairs: &[Pair], rows: &mut Vec<Row>, findings: &mut Findings) {
+pub fn gromacs(
+    work: &Path,
+    series: &str,
+    pairs: &[Pair],
+    rows: &mut Vec<Row>,
+    findings: &mut Findings,
+) {
     let dir = work.join("gromacs");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::create_dir_all(&dir);
@@ -300,9 +316,9 @@ pub fn gromacs(work: &Path, pairs: &[Pair], rows: &mut Vec<Row>, findings: &mut 
             )
         });
     if let Err(e) = prepared {
-        findings
-            .regressions
-            .push(format!("GROMACS: preparation failed: {e}"));
+        findings.regressions.push(format!(
+            "[Open MPI {series}] GROMACS: preparation failed: {e}"
+        ));
         return;
     }
     let run = |config: &McaConfig| -> AppRun {
@@ -355,6 +371,7 @@ pub fn gromacs(work: &Path, pairs: &[Pair], rows: &mut Vec<Row>, findings: &mut 
         .map(|p| (run(&p.stock), run(&p.ours)))
         .collect();
     compare(
+        series,
         "GROMACS water (2.6k atoms, 2 ranks)",
         "energy log lines",
         pairs,

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use mca_harness::{Job, JobOutput, McaConfig};
 
-use crate::{Findings, Outcome, Pair, Row, first_reason, run_parallel};
+use crate::series::{Series, known_stock_failure};
+use crate::{Findings, Outcome, Row, first_reason, run_parallel};
 
 /// Seconds a test may run without a `timeLimit=` (MPICH's default is 180; a test
 /// here takes under 10 s when it works, and hangs cost this much on every configuration).
@@ -43,9 +44,16 @@ pub struct Tree {
     pub not_built: BTreeMap<String, String>,
 }
 
-pub fn prepare(suites: &[&str]) -> Result<Tree, String> {
+/// Builds (once) the tree of `suites` with the mpicc of `prefix` (`None`: the one
+/// on PATH, or of `OMPI_PREFIX` when set, as `make components` uses); each Open MPI
+/// gets its own tree.
+pub fn prepare(suites: &[&str], prefix: Option<&Path>) -> Result<Tree, String> {
     let script = mca_harness::repo_root().join("configure-support/validate-prepare");
-    let out = Command::new(&script)
+    let mut command = Command::new(&script);
+    if let Some(prefix) = prefix {
+        command.env("OMPI_PREFIX", prefix);
+    }
+    let out = command
         .arg("mpich")
         .args(suites)
         .stderr(std::process::Stdio::inherit())
@@ -56,7 +64,17 @@ pub fn prepare(suites: &[&str]) -> Result<Tree, String> {
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let dir = PathBuf::from(stdout.lines().last().unwrap_or_default().trim());
-    // The cache directory holds not-built-<suite>.txt beside mpich-<v>/test/mpi.
+    // The cache directory holds not-built-<suite>.txt beside mpich-<v>/test/mpi, and
+    // is named ...-ompi<version>-<key>.
+    let cache = dir.join("../../..").canonicalize().unwrap_or_default();
+    let cache_name = cache
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let version = cache_name
+        .split('-')
+        .find_map(|part| part.strip_prefix("ompi"))
+        .unwrap_or("?");
     let mut not_built = BTreeMap::new();
     for suite in suites {
         let list = dir.join(format!(
@@ -68,31 +86,34 @@ pub fn prepare(suites: &[&str]) -> Result<Tree, String> {
             .lines()
             .filter_map(|l| l.split_once('\t'))
         {
-            not_built.insert(test.to_owned(), explain_build_failure(why));
+            not_built.insert(test.to_owned(), explain_build_failure(why, version));
         }
     }
     Ok(Tree { dir, not_built })
 }
 
-/// A compiler or linker error turned into a reason.
-fn explain_build_failure(why: &str) -> String {
+/// A compiler or linker error against Open MPI `version` turned into a reason.
+fn explain_build_failure(why: &str, version: &str) -> String {
     if let Some(f) = why
         .strip_prefix("undefined reference to `")
         .and_then(|s| s.strip_suffix('\''))
     {
-        return format!("does not link: {f} (MPI-4.0) is not in Open MPI 4.1");
+        return format!("does not link: {f} is not in Open MPI {version}");
     }
     if why.contains("MPI_LB") || why.contains("MPI_UB") {
-        return "does not compile: MPI_LB/MPI_UB were removed in MPI-3.0 (Open MPI 4.1 hides them)"
-            .to_owned();
+        return format!(
+            "does not compile: MPI_LB/MPI_UB were removed in MPI-3.0 (Open MPI {version} hides them)"
+        );
     }
     if why.contains("MPI_COMM_TYPE_HW_") {
-        return "does not compile: MPI_COMM_TYPE_HW_GUIDED/UNGUIDED (MPI-4.0) are not in Open MPI 4.1"
-            .to_owned();
+        return format!(
+            "does not compile: MPI_COMM_TYPE_HW_GUIDED/UNGUIDED (MPI-4.0) are not in Open MPI {version}"
+        );
     }
     if why.contains("MPI_Session") {
-        return "does not compile: MPI_Session (MPI-4.0 sessions) is not in Open MPI 4.1"
-            .to_owned();
+        return format!(
+            "does not compile: MPI_Session (MPI-4.0 sessions) is not in Open MPI {version}"
+        );
     }
     if why.contains("switch quantity not an integer") {
         return "does not compile: switches on MPI_Datatype values, pointers in Open MPI"
@@ -242,26 +263,38 @@ fn run_case(tree: &Path, case: &Case, config: &McaConfig, limit: Option<u64>) ->
     Outcome::from_job(&out, passed, why)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// How much of the suites is run, and how.
+pub struct Plan {
+    /// Process counts above this are capped to it.
+    pub np_max: u32,
+    /// Tests listed with more processes than this are not run (`--ci`: 2).
+    pub only_np_up_to: Option<u32>,
+    /// Concurrent mpirun jobs.
+    pub jobs: usize,
+    /// Stock runs a test only where one of ours failed it (`--ci`): enough to tell a
+    /// failure of ours from a stock one at about half the cost, but the stock rows
+    /// then count only those runs, and "passes only on ours" is not looked for.
+    pub stock_where_ours_fails: bool,
+}
+
 pub fn run(
     tree: &Tree,
     out_dir: &Path,
+    series: &Series,
     suites: &[&str],
-    pairs: &[Pair],
-    np_max: u32,
-    only_np_up_to: Option<u32>,
-    jobs: usize,
+    plan: &Plan,
     rows: &mut Vec<Row>,
     findings: &mut Findings,
 ) {
+    let pairs = &series.pairs;
     let configs: Vec<&McaConfig> = pairs.iter().flat_map(|p| [&p.stock, &p.ours]).collect();
     let mut cases = Vec::new();
     for suite in suites {
         cases.extend(read_testlist(
             &tree.dir,
             suite,
-            np_max,
-            only_np_up_to,
+            plan.np_max,
+            plan.only_np_up_to,
             &mut findings.skipped,
         ));
     }
@@ -270,33 +303,80 @@ pub fn run(
             .get(&format!("{}/{}", c.suite, c.program))
             .cloned()
     };
-    // Every case under every pair: stock first, then ours. Where stock hangs (a test
-    // Open MPI 4.1 does not pass), ours gets STOCK_HUNG_LIMIT seconds to do better.
+    // Pairs sharing a stock configuration (rsmcuda and rofi-shm both beside the stock
+    // shared memory BTL) share its runs.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (p, pair) in pairs.iter().enumerate() {
+        match groups
+            .iter_mut()
+            .find(|g| pairs[g[0]].stock.name == pair.stock.name)
+        {
+            Some(group) => group.push(p),
+            None => groups.push(vec![p]),
+        }
+    }
+    // Every case under every group: stock first, then each of ours. Where stock hangs
+    // (a test this Open MPI does not pass), ours gets STOCK_HUNG_LIMIT seconds to do
+    // better. With `stock_where_ours_fails`, ours first, and stock only after a failure
+    // (`None`: not run).
     let work: Vec<(usize, usize)> = (0..cases.len())
         .filter(|&i| not_built(&cases[i]).is_none())
-        .flat_map(|i| (0..pairs.len()).map(move |p| (i, p)))
+        .flat_map(|i| (0..groups.len()).map(move |g| (i, g)))
         .collect();
     eprintln!(
-        "validate: MPICH {}: {} tests x {} configurations",
+        "validate: Open MPI {}: MPICH {}: {} tests x {} configurations",
+        series.name,
         suites.join(" "),
         cases.len(),
-        configs.len()
+        pairs.len() + groups.len()
     );
-    let outcomes = run_parallel(&work, jobs, "MPICH", |&(i, p)| {
-        let stock = run_case(&tree.dir, &cases[i], &pairs[p].stock, None);
+    let label = format!("Open MPI {} MPICH", series.name);
+    let outcomes = run_parallel(&work, plan.jobs, &label, |&(i, g)| {
+        let stock_config = &pairs[groups[g][0]].stock;
+        if plan.stock_where_ours_fails {
+            let ours: Vec<Outcome> = groups[g]
+                .iter()
+                .map(|&p| run_case(&tree.dir, &cases[i], &pairs[p].ours, None))
+                .collect();
+            let stock = ours
+                .iter()
+                .any(|o| !o.passed)
+                .then(|| run_case(&tree.dir, &cases[i], stock_config, None));
+            return (stock, ours);
+        }
+        let stock = run_case(&tree.dir, &cases[i], stock_config, None);
         let hung = stock.why.contains("timeout");
-        let ours = run_case(
-            &tree.dir,
-            &cases[i],
-            &pairs[p].ours,
-            hung.then_some(STOCK_HUNG_LIMIT),
-        );
-        (stock, ours)
+        let ours: Vec<Outcome> = groups[g]
+            .iter()
+            .map(|&p| {
+                run_case(
+                    &tree.dir,
+                    &cases[i],
+                    &pairs[p].ours,
+                    hung.then_some(STOCK_HUNG_LIMIT),
+                )
+            })
+            .collect();
+        (Some(stock), ours)
     });
     let mut result: BTreeMap<(usize, usize), Outcome> = BTreeMap::new();
-    for (&(i, p), (stock, ours)) in work.iter().zip(outcomes) {
-        result.insert((i, 2 * p), stock);
-        result.insert((i, 2 * p + 1), ours);
+    // Stock runs left out (`stock_where_ours_fails`, every one of ours passed): entered
+    // as passed, so that they are no finding, but not counted in the table.
+    let mut not_run = BTreeSet::new();
+    for (&(i, g), (stock, ours)) in work.iter().zip(outcomes) {
+        for (&p, ours) in groups[g].iter().zip(ours) {
+            let stock = stock.clone().unwrap_or_else(|| {
+                not_run.insert((i, 2 * p));
+                Outcome {
+                    passed: true,
+                    why: String::new(),
+                    command: String::new(),
+                    seconds: 0.0,
+                }
+            });
+            result.insert((i, 2 * p), stock);
+            result.insert((i, 2 * p + 1), ours);
+        }
     }
     for (i, case) in cases.iter().enumerate() {
         if let Some(why) = not_built(case) {
@@ -314,9 +394,13 @@ pub fn run(
         }
     }
 
-    // Every run, for the record: build/validate/mpich-runs.tsv.
+    // Every run, for the record: build/validate/mpich-runs-<series>.tsv.
     let mut record = String::from("test\tconfiguration\tpassed\tseconds\twhy\n");
+    let mut recorded = BTreeSet::new();
     for ((i, c), o) in &result {
+        if not_run.contains(&(*i, *c)) || !recorded.insert((*i, &configs[*c].name)) {
+            continue; // not run, or a shared stock run
+        }
         record += &format!(
             "{}\t{}\t{}\t{:.1}\t{}\n",
             cases[*i].name(),
@@ -326,7 +410,10 @@ pub fn run(
             o.why
         );
     }
-    let _ = std::fs::write(out_dir.join("mpich-runs.tsv"), record);
+    let _ = std::fs::write(
+        out_dir.join(format!("mpich-runs-{}.tsv", series.name)),
+        record,
+    );
 
     // Where ours fails and stock passes, run both once more, one at a time.
     let mut disagree = Vec::new();
@@ -340,7 +427,8 @@ pub fn run(
     let mut reruns = BTreeMap::new();
     if !disagree.is_empty() {
         eprintln!(
-            "validate: MPICH: rerunning {} test(s) that failed on ours only",
+            "validate: Open MPI {}: MPICH: rerunning {} test(s) that failed on ours only",
+            series.name,
             disagree.len()
         );
     }
@@ -355,19 +443,34 @@ pub fn run(
             .filter(|&i| cases[i].suite == *suite)
             .collect();
         for (p, pair) in pairs.iter().enumerate() {
-            let count = |c: usize| in_suite.iter().filter(|&&i| result[&(i, c)].passed).count();
+            let ran = |c: usize| -> Vec<usize> {
+                in_suite
+                    .iter()
+                    .copied()
+                    .filter(|&i| !not_run.contains(&(i, c)))
+                    .collect()
+            };
+            let count = |c: usize| ran(c).iter().filter(|&&i| result[&(i, c)].passed).count();
             let (stock_passed, ours_passed) = (count(2 * p), count(2 * p + 1));
+            let stock_ran = ran(2 * p).len();
             let mut only_ours_fails = 0;
             let mut only_stock_fails = 0;
             for &i in &in_suite {
-                let name = cases[i].name();
+                // Tagged with the series: the same test is its own finding on each.
+                let name = format!("[Open MPI {}] {}", series.name, cases[i].name());
                 let (s, o) = (&result[&(i, 2 * p)], &result[&(i, 2 * p + 1)]);
                 if !s.passed {
+                    let test = format!("{}/{}", cases[i].suite, cases[i].program);
+                    if let Some(why) = known_stock_failure(series.name, &test, &s.why) {
+                        findings.known.insert(name.clone(), why.to_owned());
+                    }
                     let entry = findings
                         .stock_failures
                         .entry(name.clone())
                         .or_insert_with(|| (Vec::new(), s.why.clone()));
-                    entry.0.push(pair.stock.name.clone());
+                    if !entry.0.contains(&pair.stock.name) {
+                        entry.0.push(pair.stock.name.clone());
+                    }
                 }
                 match (s.passed, o.passed) {
                     (true, false) => {
@@ -409,13 +512,21 @@ pub fn run(
             }
             let suite_name = format!("MPICH {suite}");
             rows.push(Row {
+                series: series.name.to_owned(),
                 suite: suite_name.clone(),
                 config: pair.stock.name.clone(),
                 passed: stock_passed,
-                total: in_suite.len(),
-                versus: "(stock)".to_owned(),
+                total: stock_ran,
+                versus: if stock_ran < in_suite.len() {
+                    "(stock; run only where ours failed)".to_owned()
+                } else {
+                    "(stock)".to_owned()
+                },
             });
             let versus = match (only_ours_fails, only_stock_fails) {
+                (0, 0) if stock_ran < in_suite.len() => {
+                    format!("no failure that {} does not share", pair.stock.name)
+                }
                 (0, 0) => format!("same tests pass as {}", pair.stock.name),
                 (0, b) => format!("same as {} + {b} more pass", pair.stock.name),
                 (a, b) => format!(
@@ -429,6 +540,7 @@ pub fn run(
                 ),
             };
             rows.push(Row {
+                series: series.name.to_owned(),
                 suite: suite_name,
                 config: pair.ours.name.clone(),
                 passed: ours_passed,
