@@ -7,6 +7,15 @@
  *      and a barrier passed before the next start (single thread).
  *   C  part A in 4 threads at once, each on its own duplicate of MPI_COMM_WORLD
  *      (MPI_THREAD_MULTIPLE), as in the original report.
+ *   D  threads streaming (MPI_THREAD_MULTIPLE): ranks in pairs (2k sends, 2k+1
+ *      receives; a rank without a partner sends to itself, then receives), 4 threads
+ *      per rank, each starting one persistent buffered send of 4194304 MPI_INT
+ *      (16 MiB; --quick 262144) 8 times back to back while its partner thread takes
+ *      them with a persistent receive, first all threads on one communicator with a
+ *      tag each, then each thread on its own duplicate with one tag. The attached
+ *      buffer holds exactly the 32 messages a rank can have in flight
+ *      (32 * (pack size + MPI_BSEND_OVERHEAD)), the least MPI allows: an MTL that
+ *      keeps an extra copy must not take the room the PML's own slot needs.
  *
  * Sizes: 2048, 4096 and 4194304 MPI_INT (8 KiB, 16 KiB, 16 MiB; --quick: the last
  * 262144). With rofi's host matching 8 KiB is an eager message sent with a completion
@@ -17,13 +26,14 @@
  * 4x the buffer); part B shows the stale-payload defect of 4.1.4's cm and ob1
  * (fixed upstream by open-mpi/ompi#12797). See components/rofi/README.md.
  * Receives use MPI_ERRORS_RETURN communicators, so a wrong-sized message is a FAIL
- * line rather than an abort. --parts=ABC picks parts. */
+ * line rather than an abort. --parts=ABCD picks parts. */
 #include "check.h"
 
 #include <pthread.h>
 
 #define ROUNDS 3
 #define THREADS 4
+#define STREAM_STARTS 8
 
 static int nsizes;
 static int sizes[3] = {2048, 4096, 4194304};
@@ -123,9 +133,102 @@ static void *thread_main(void *p)
     return NULL;
 }
 
+/* Part D: one thread's stream of persistent buffered sends to its partner, or the
+ * partner's persistent receives of it (both, in that order, paired with itself). */
+struct stream_arg {
+    MPI_Comm comm;
+    const char *part;
+    pthread_barrier_t *start;
+    int n, tag;
+};
+
+static long stream_idx(int tag, int r) { return 1000L * tag + r; }
+
+static void *stream_main(void *p)
+{
+    struct stream_arg *a = (struct stream_arg *)p;
+    int partner = (ck.rank ^ 1) < ck.size ? ck.rank ^ 1 : ck.rank;
+    int sends = ck.rank % 2 == 0 || partner == ck.rank;
+    int receives = ck.rank % 2 == 1 || partner == ck.rank;
+    size_t bytes = (size_t)a->n * sizeof(int);
+    unsigned char *buf = ck_alloc(bytes);
+    pthread_barrier_wait(a->start);
+    if (sends) {
+        MPI_Request req;
+        int started = 0;
+        MPI_Bsend_init(buf, a->n, MPI_INT, partner, a->tag, a->comm, &req);
+        for (int r = 0; r < STREAM_STARTS; r++) {
+            ck_fill(buf, bytes, ck.rank, partner, a->tag, stream_idx(a->tag, r));
+            int rc = MPI_Start(&req);
+            if (!ck_check(rc == MPI_SUCCESS, "%s: MPI_Start %d of tag %d (%d ints) returned %d",
+                          a->part, r, a->tag, a->n, rc))
+                break; /* the request never completes: do not wait on it */
+            rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+            ck_check(rc == MPI_SUCCESS, "%s: MPI_Wait %d of tag %d returned %d", a->part, r,
+                     a->tag, rc);
+            started++;
+        }
+        if (started == STREAM_STARTS)
+            MPI_Request_free(&req);
+    }
+    if (receives) {
+        MPI_Request req;
+        MPI_Recv_init(buf, a->n, MPI_INT, partner, a->tag, a->comm, &req);
+        for (int r = 0; r < STREAM_STARTS; r++) {
+            MPI_Status st;
+            ck_clear(buf, bytes);
+            int rc = MPI_Start(&req);
+            if (!ck_check(rc == MPI_SUCCESS, "%s: receive start %d of tag %d returned %d",
+                          a->part, r, a->tag, rc))
+                break;
+            rc = MPI_Wait(&req, &st);
+            if (!ck_check(rc == MPI_SUCCESS, "%s: receive %d of tag %d returned %d%s", a->part,
+                          r, a->tag, rc, rc == MPI_ERR_TRUNCATE ? " (MPI_ERR_TRUNCATE)" : ""))
+                continue;
+            ck_status(a->part, &st, partner, a->tag, bytes);
+            ck_verify(a->part, buf, bytes, partner, ck.rank, a->tag, stream_idx(a->tag, r));
+        }
+        MPI_Request_free(&req);
+    }
+    free(buf);
+    return NULL;
+}
+
+/* Part D: THREADS streams on one communicator (a tag each), then on a duplicate each. */
+static void stream_threads(int n)
+{
+    MPI_Comm shared, own[THREADS];
+    MPI_Comm_dup(MPI_COMM_WORLD, &shared);
+    MPI_Comm_set_errhandler(shared, MPI_ERRORS_RETURN);
+    for (int t = 0; t < THREADS; t++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &own[t]);
+        MPI_Comm_set_errhandler(own[t], MPI_ERRORS_RETURN);
+    }
+    for (int layout = 0; layout < 2; layout++) {
+        pthread_t th[THREADS];
+        struct stream_arg args[THREADS];
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, THREADS);
+        for (int t = 0; t < THREADS; t++) {
+            args[t] = (struct stream_arg){layout == 0 ? shared : own[t],
+                                          layout == 0 ? "D (one comm)" : "D (comm each)",
+                                          &start, n, layout == 0 ? 200 + t : 300};
+            pthread_create(&th[t], NULL, stream_main, &args[t]);
+        }
+        for (int t = 0; t < THREADS; t++)
+            pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&start);
+        ck_progress("D: layout %d done", layout);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    for (int t = 0; t < THREADS; t++)
+        MPI_Comm_free(&own[t]);
+    MPI_Comm_free(&shared);
+}
+
 int main(int argc, char **argv)
 {
-    const char *parts = "ABC";
+    const char *parts = "ABCD";
     int provided = ck_init(&argc, &argv, "persistent_bsend", MPI_THREAD_MULTIPLE);
     for (int i = 1; i < argc; i++)
         if (strncmp(argv[i], "--parts=", 8) == 0)
@@ -140,6 +243,11 @@ int main(int argc, char **argv)
     int pack = 0;
     MPI_Pack_size(sizes[nsizes - 1], MPI_INT, MPI_COMM_WORLD, &pack);
     int attach = (ROUNDS + 1) * THREADS * (pack + MPI_BSEND_OVERHEAD);
+    /* Part D: exactly its STREAM_STARTS * THREADS messages in flight. */
+    int stream_n = ck.quick ? 262144 : 4194304, stream_pack = 0;
+    MPI_Pack_size(stream_n, MPI_INT, MPI_COMM_WORLD, &stream_pack);
+    if (strchr(parts, 'D') && STREAM_STARTS * THREADS * (stream_pack + MPI_BSEND_OVERHEAD) > attach)
+        attach = STREAM_STARTS * THREADS * (stream_pack + MPI_BSEND_OVERHEAD);
     void *bsend = malloc((size_t)attach);
     MPI_Buffer_attach(bsend, attach);
 
@@ -174,6 +282,11 @@ int main(int argc, char **argv)
         for (int t = 0; t < THREADS; t++)
             MPI_Comm_free(&args[t].comm);
     }
+
+    if (strchr(parts, 'D') &&
+        ck_check(provided == MPI_THREAD_MULTIPLE, "D: MPI_THREAD_MULTIPLE not provided (%d)",
+                 provided))
+        stream_threads(stream_n);
 
     MPI_Comm_free(&comm);
     void *detached;

@@ -14,7 +14,7 @@ use crate::raw::bsend::{self, BsendCopy};
 use crate::raw::context::{Leg, LocalOp, OpContext, Target};
 use crate::raw::post;
 use crate::raw::slot::{self, Slot};
-use crate::request::{Op, RequestState, post_failed_status, send_status};
+use crate::request::{Op, RequestState, send_status};
 use crate::stats::{Counter, bump};
 
 /// The bytes of a send: where they are and how many. The owner (a `SendBuffer` on the
@@ -212,15 +212,15 @@ impl Engine {
             && let Some(user) =
                 bsend::persistent_bsend(request.key(), comm.as_ptr(), dest, tag, convertor.as_ptr())
         {
-            if let Some(copy) = user.copy() {
+            if let Some(packer) = user.packer() {
                 return if self.host.is_some() {
-                    self.host_isend_detached(comm, dest, tag, copy, request)
+                    self.host_isend_detached(comm, dest, tag, packer, request)
                 } else {
-                    self.isend_detached(comm, dest, tag, copy, request)
+                    self.isend_detached(comm, dest, tag, packer, request)
                 };
             }
-            // The copy could not be packed: at least send this start's data, not a
-            // previous start's.
+            // The user's data could not be packed: at least send this start's data, not
+            // a previous start's.
             if !user.refresh_packed() {
                 verbose!(
                     self.stream,
@@ -300,23 +300,24 @@ impl Engine {
         Ok(())
     }
 
-    /// A persistent buffered send from rofi's own copy (`raw::bsend`): posted, then the
-    /// request completes at once, so cm finds it PML-complete at the next MPI_Start.
-    /// The copy lives until the provider's completion (`Target::Detached`).
+    /// A persistent buffered send from rofi's own copy (`raw::bsend`). The request
+    /// completes first, so cm frees its own slot of the attached buffer before rofi
+    /// takes one for the copy (`bsend::complete_then_copy`), and cm finds the request
+    /// PML-complete at the next MPI_Start. The copy lives until the provider's
+    /// completion (`Target::Detached`); a post that fails is MPI_Start's error.
     fn isend_detached(
         &self,
         comm: Comm,
         dest: i32,
         tag: i32,
-        copy: Box<BsendCopy>,
+        packer: bsend::Packer,
         request: Slot,
     ) -> Result<()> {
         let (to, c) = (self.route(comm, dest)?.1, self.ctx_of(comm));
-        let bytes = copy.bytes();
         let plan = self.plan(
             comm,
             tag,
-            bytes.1,
+            packer.bytes(),
             SendMode::Buffered,
             SendKind::Nonblocking,
         )?;
@@ -329,19 +330,38 @@ impl Engine {
                 buffer: None,
             },
         )));
-        let status = if plan.inject {
+        let copy = self.complete_then_copy(raw, packer)?;
+        let bytes = copy.bytes();
+        let posted = if plan.inject {
             // Copied by the provider during the call: the copy is freed on return.
-            match self.post_data(c, to, &plan, bytes, std::ptr::null_mut()) {
-                Ok(()) => Status::default(),
-                Err(_) => post_failed_status(),
-            }
+            self.post_data(c, to, &plan, bytes, std::ptr::null_mut())
         } else {
-            match copy.post(|bytes, ctx| self.post_data(c, to, &plan, bytes, ctx)) {
-                Ok(()) => Status::default(),
-                Err(_) => post_failed_status(),
-            }
+            copy.post(|bytes, ctx| self.post_data(c, to, &plan, bytes, ctx))
         };
-        slot::complete(raw, status);
-        Ok(())
+        posted.map_err(|_| Error::ERROR)
+    }
+
+    /// Completes the request of a persistent buffered send (its state is set), then
+    /// packs rofi's copy of the user's data. cm frees its slot of the attached buffer
+    /// when the request completes, so the copy can take that room: every message in
+    /// flight holds one slot, as the user sized the buffer. (A copy taken while cm's
+    /// slot was still held needed room for two: with threads starting at once, the
+    /// last MPI_Start of a buffer sized for every message in flight found no room,
+    /// MPI_ERR_BUFFER, which 4.1.4 returns without calling the error handler, so its
+    /// MPI_Wait hung.)
+    pub(crate) fn complete_then_copy(
+        &self,
+        raw: usize,
+        packer: bsend::Packer,
+    ) -> Result<Box<BsendCopy>> {
+        slot::complete(raw, Status::default());
+        packer.copy().ok_or_else(|| {
+            verbose!(
+                self.stream,
+                1,
+                "mtl:rofi: persistent bsend: packing the user's data failed"
+            );
+            Error::ERROR
+        })
     }
 }

@@ -19,7 +19,7 @@ use rofi_core::host::wire::{self, HEADER_LEN};
 
 use crate::engine::Engine;
 use crate::host_state::{Action, PendingSend, SendBytes, Waiter};
-use crate::raw::bsend::BsendCopy;
+use crate::raw::bsend;
 use crate::raw::context::{Event, OpContext, Target};
 use crate::raw::fabric::Fabric;
 use crate::raw::slot::{self, Slot};
@@ -80,29 +80,28 @@ impl Engine {
         Ok(())
     }
 
-    /// A persistent buffered send from rofi's own copy (`raw::bsend`): posted, then
-    /// `request` completes at once, so cm finds it PML-complete at the next MPI_Start.
-    /// The copy lives until the send ends (the eager message's completion or the
-    /// rendezvous Fin); an eager message is a copy of its own, so the copy is freed
-    /// when it is built.
+    /// A persistent buffered send from rofi's own copy (`raw::bsend`): `request`
+    /// completes first (`Engine::complete_then_copy`: cm frees its slot before rofi
+    /// takes one), so cm finds it PML-complete at the next MPI_Start. The copy lives
+    /// until the send ends (the eager message's completion or the rendezvous Fin); an
+    /// eager message is a copy of its own, so the copy is freed when it is built. A
+    /// post that fails is MPI_Start's error.
     pub fn host_isend_detached(
         &self,
         comm: Comm,
         dest: i32,
         tag: i32,
-        copy: Box<BsendCopy>,
+        packer: bsend::Packer,
         request: Slot,
     ) -> Result<()> {
         let to = self.host_dest(comm, dest)?;
         let raw = request.key();
         request.init(Owned(RequestState::new(raw, 0, Op::HostSend)));
-        let bytes = SendBytes::Detached(copy);
-        let status = match self.host_post(comm, dest, tag, to, bytes, false, Waiter::Detached) {
-            Ok(Posted::Waits | Posted::Done) => Status::default(),
-            Ok(Posted::Failed) | Err(_) => post_failed_status(),
-        };
-        slot::complete(raw, status);
-        Ok(())
+        let bytes = SendBytes::Detached(self.complete_then_copy(raw, packer)?);
+        match self.host_post(comm, dest, tag, to, bytes, false, Waiter::Detached) {
+            Ok(Posted::Waits | Posted::Done) => Ok(()),
+            Ok(Posted::Failed) | Err(_) => Err(Error::ERROR),
+        }
     }
 
     /// Posts `bytes` to `dest` (fabric and address `to`) of `comm`: injected, sent with a

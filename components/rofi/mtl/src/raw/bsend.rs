@@ -119,53 +119,73 @@ pub fn persistent_bsend(
 }
 
 impl UserData {
-    /// Packs the user's current data into `dst` (`self.bytes` long); false if the
-    /// datatype engine produced another length.
-    fn pack_into(&self, dst: *mut u8) -> bool {
+    /// A convertor over the user's current data, checked to pack to the byte count cm
+    /// announced; `None` if the datatype engine disagrees. Prepared before the request
+    /// completes (the buffer, datatype and count stay valid while the persistent
+    /// request exists, which MPI_Start's caller holds), packed after it.
+    pub fn packer(&self) -> Option<Packer> {
         // SAFETY: ompi_mpi_local_convertor is set up by MPI_Init; create returns a new
-        // convertor (one reference, ours), prepared for the datatype and buffer the
-        // user gave MPI_Bsend_init, which MPI requires to stay valid while the request
-        // exists; `dst` holds `bytes` writable bytes (caller contract); the convertor
-        // is released here.
+        // convertor (one reference, owned by the Packer, which releases it), prepared
+        // for the datatype and buffer the user gave MPI_Bsend_init.
         unsafe {
             let conv =
                 sys::opal_convertor_create((*sys::ompi_mpi_local_convertor).remoteArch as i32, 0);
             if conv.is_null() {
-                return false;
+                return None;
             }
+            let packer = Packer {
+                conv,
+                bytes: self.bytes,
+            };
             let rc = sys::opal_convertor_prepare_for_send(
                 conv,
                 &raw const (*self.datatype).super_,
                 self.count,
                 self.addr,
             );
-            let mut packed = 0;
-            if rc == 0 && (*conv).local_size == self.bytes {
-                let mut iov = sys::iovec {
-                    iov_base: dst.cast(),
-                    iov_len: self.bytes,
-                };
-                let mut n: u32 = 1;
-                packed = self.bytes;
-                sys::opal_convertor_pack(conv, &mut iov, &mut n, &mut packed);
-            }
-            mca::object::release(conv.cast());
-            packed == self.bytes
+            (rc == 0 && (*conv).local_size == self.bytes).then_some(packer)
         }
     }
 
     /// Packs the user's current data over cm's packed copy (which may hold a previous
     /// start's bytes), so the send posted from it carries this start's data.
     pub fn refresh_packed(&self) -> bool {
-        // SAFETY: `packed` is cm's `req_buff`, `bytes` long, alive until the request
-        // completes (checked against the convertor in `persistent_bsend`).
-        self.pack_into(self.packed)
+        self.packer().is_some_and(|p| p.pack_into(self.packed))
+    }
+}
+
+/// The user's data of one start, ready to pack (`UserData::packer`).
+#[derive(Debug)]
+pub struct Packer {
+    conv: *mut sys::opal_convertor_t,
+    bytes: usize,
+}
+
+impl Packer {
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Packs into `dst` (`self.bytes` writable bytes); false if the datatype engine
+    /// produced another length.
+    fn pack_into(&self, dst: *mut u8) -> bool {
+        let mut iov = sys::iovec {
+            iov_base: dst.cast(),
+            iov_len: self.bytes,
+        };
+        let (mut n, mut packed): (u32, usize) = (1, self.bytes);
+        // SAFETY: `conv` is prepared over the user's buffer (see `UserData::packer`) and
+        // `dst` holds `bytes` writable bytes (caller contract).
+        unsafe { sys::opal_convertor_pack(self.conv, &mut iov, &mut n, &mut packed) };
+        packed == self.bytes
     }
 
     /// rofi's own packed copy of the user's current data: in the attached buffer
     /// (MPI_Buffer_detach then waits for it), or on the heap when the buffer has no
-    /// room for a second slot beside the PML's. `None` if packing failed.
-    pub fn copy(&self) -> Option<Box<BsendCopy>> {
+    /// room. Taken after cm freed its own slot (the request completed), so a message
+    /// in flight holds one slot of the buffer, as the user sized it. `None` if packing
+    /// failed.
+    pub fn copy(self) -> Option<Box<BsendCopy>> {
         // SAFETY: allocates `bytes` bytes of the attached buffer (NULL if none).
         let ptr = unsafe { mca_pml_base_bsend_request_alloc_buf(self.bytes) }.cast::<u8>();
         let mut copy = Box::new(if ptr.is_null() {
@@ -186,6 +206,13 @@ impl UserData {
         });
         copy.ctx.target = Target::Detached(&raw const *copy as usize);
         self.pack_into(copy.ptr).then_some(copy)
+    }
+}
+
+impl Drop for Packer {
+    fn drop(&mut self) {
+        // SAFETY: the convertor `UserData::packer` created, released once.
+        unsafe { mca::object::release(self.conv.cast()) };
     }
 }
 
