@@ -124,6 +124,14 @@ impl Engine {
         }
     }
 
+    /// Hands what `peer` sent before it was added to its connection (see
+    /// `rusnic_core::Endpoint::replay_early`): call it once the peer is set up.
+    pub fn replay_early(&mut self, now: Instant, peer: u64) {
+        if let Some(core) = self.core.as_mut() {
+            core.replay_early(now, peer);
+        }
+    }
+
     /// See `rusnic_core::Connection::set_payload_crc`.
     pub fn set_payload_crc(&mut self, peer: u64, send: bool, require: bool) {
         if let Some(core) = self.core.as_mut() {

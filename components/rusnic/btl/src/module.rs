@@ -403,6 +403,8 @@ impl Rusnic {
         let trusted = settings.payload_crc() == PayloadCrc::OffNode && p.is_local();
         let send_crc = !(trusted && ip.is_loopback()) || settings.fault_corrupt.get() > 0;
         eng.set_payload_crc(id, send_crc, !trusted);
+        // What it sent before we knew it (a peer of another job adds us at its own pace).
+        eng.replay_early(self.now(), id);
         drop(eng);
         verbose!(
             stream(),

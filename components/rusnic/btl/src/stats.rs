@@ -34,7 +34,9 @@ counters! {
     num_put_sends: Counter, "First transmissions of emulated PUT segments";
     num_ack_sends: Counter, "Standalone ACKs sent";
     num_total_recvs: Counter, "Datagrams received";
-    num_unk_recvs: Counter, "Datagrams from unknown senders, dropped";
+    num_unk_recvs: Counter, "Datagrams from senders that are not peers (yet)";
+    num_early_kept: Counter, "Datagrams from senders not yet added as peers, kept until they are";
+    num_early_replayed: Counter, "Kept datagrams handed to their sender's connection once it was added";
     num_dup_recvs: Counter, "Duplicate data segments, dropped";
     num_oow_low_recvs: Counter, "Data segments below the receive window, dropped";
     num_oow_high_recvs: Counter, "Data segments beyond the receive window, dropped";
@@ -78,7 +80,7 @@ pub fn line(rank: u32, s: &Stats) -> String {
     format!(
         "btl:rusnic rank {rank}: sends {} (frag {} chunk {} put {} ack {}) resends {} (timeout {} fast {} rack {} tail {}) \
          recvs {} (frag {} chunk {} put {} ack {}) dup {} oow {}/{} badfrag {} crc {} foreign {} malformed {} \
-         unknown {} backoffs {} window-hwm {}/{}",
+         unknown {} (kept {} replayed {}) backoffs {} window-hwm {}/{}",
         s.num_total_sends,
         s.num_frag_sends,
         s.num_chunk_sends,
@@ -102,6 +104,8 @@ pub fn line(rank: u32, s: &Stats) -> String {
         s.num_foreign_recvs,
         s.num_malformed_recvs,
         s.num_unk_recvs,
+        s.num_early_kept,
+        s.num_early_replayed,
         s.num_backoffs,
         s.max_sent_window_size,
         s.max_rcvd_window_size,

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use crate::auth::Key;
 use crate::config::{Config, ConfigError};
 use crate::connection::{Connection, ConnectionParams};
+use crate::early::EarlyArrivals;
 use crate::event::{Event, PutTarget, SendError, Shared, Transmit};
 use crate::stats::Stats;
 use crate::time::{Instant, min_deadline};
@@ -30,6 +31,8 @@ pub struct Endpoint {
     next_ev: usize,
     /// Counters for datagrams no connection could own (bad bytes, unknown senders).
     stats: Stats,
+    /// Genuine datagrams of senders that are not peers yet ([`crate::early`]).
+    early: EarlyArrivals,
 }
 
 impl Endpoint {
@@ -44,6 +47,7 @@ impl Endpoint {
             next_tx: 0,
             next_ev: 0,
             stats: Stats::default(),
+            early: EarlyArrivals::default(),
         })
     }
 
@@ -62,6 +66,19 @@ impl Endpoint {
     /// datagrams to it are tagged with [`Key::ZERO`] (see [`Endpoint::add_peer_keyed`]).
     pub fn add_peer(&mut self, peer_id: u64, local_isn: u16, peer_isn: u16) {
         self.add_peer_keyed(peer_id, local_isn, peer_isn, Key::ZERO);
+    }
+
+    /// Hands the datagrams that `peer_id` sent before it was added (kept by
+    /// [`Endpoint::handle_datagram`]) to its connection, in arrival order. Call it right
+    /// after adding the peer: the datagrams are then handled as if they arrived `now`.
+    pub fn replay_early(&mut self, now: Instant, peer_id: u64) {
+        if !self.peers.contains_key(&peer_id) {
+            return;
+        }
+        for (channel, bytes) in self.early.take(peer_id) {
+            self.stats.num_early_replayed += 1;
+            self.decode_and_route(now, channel, Some(peer_id), &bytes, None);
+        }
     }
 
     /// Adds (or replaces) the connection to `peer_id` with the ISNs and the key from
@@ -239,10 +256,35 @@ impl Endpoint {
         target: Option<&mut dyn PutTarget>,
     ) {
         self.stats.num_total_recvs += 1;
+        self.decode_and_route(now, channel, from, bytes, target);
+    }
+
+    fn decode_and_route(
+        &mut self,
+        now: Instant,
+        channel: Channel,
+        from: Option<u64>,
+        bytes: &[u8],
+        target: Option<&mut dyn PutTarget>,
+    ) {
         match wire::decode_keyed(bytes, &self.key) {
+            Ok(p) if self.is_early(from, &p) => {
+                self.stats.num_unk_recvs += 1;
+                if self.early.keep(p.sender, channel, bytes) {
+                    self.stats.num_early_kept += 1;
+                }
+            }
             Ok(p) => self.route(now, channel, from, bytes.len(), &p, target),
             Err(e) => self.stats.count_decode_error(e),
         }
+    }
+
+    /// A genuine datagram (it carries our key's tag) of a sender that is not a peer yet,
+    /// and not PUT data (which only follows a handshake with an added peer).
+    fn is_early(&self, from: Option<u64>, p: &Packet<'_>) -> bool {
+        from.is_none_or(|f| f == p.sender)
+            && p.put_addr.is_none()
+            && !self.peers.contains_key(&p.sender)
     }
 
     fn route(

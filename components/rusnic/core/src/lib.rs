@@ -20,6 +20,7 @@ pub mod config;
 mod connection;
 mod connectivity;
 pub mod crc;
+mod early;
 mod endpoint;
 mod event;
 pub mod fault;

@@ -31,6 +31,10 @@ pub struct Stats {
     pub num_total_recvs: u64,
     /// Well-formed datagrams from a sender we do not know.
     pub num_unk_recvs: u64,
+    /// Of those, genuine ones kept until their sender became a peer (`crate::early`).
+    pub num_early_kept: u64,
+    /// Kept datagrams handed to their sender's connection once it was added.
+    pub num_early_replayed: u64,
     /// Data segments already held in the receive window.
     pub num_dup_recvs: u64,
     /// Data segments below the window (already delivered; their ACK was lost).
@@ -97,6 +101,8 @@ impl Stats {
             num_ack_sends,
             num_total_recvs,
             num_unk_recvs,
+            num_early_kept,
+            num_early_replayed,
             num_dup_recvs,
             num_oow_low_recvs,
             num_oow_high_recvs,

@@ -673,3 +673,44 @@ fn shared_sends_gather_the_callers_buffer_without_copying_it() {
         }]
     );
 }
+
+/// A peer that sends before we added it (a process of another job adds us at its own
+/// pace): its datagrams are kept and delivered once it is added, even if it never sends
+/// again (it may be waiting in a runtime call that makes no progress calls).
+#[test]
+fn datagrams_from_a_peer_not_yet_added_are_delivered_once_it_is() {
+    let c = cfg();
+    let mut ea = Endpoint::new(c.clone(), A).unwrap();
+    let mut eb = Endpoint::new(c, B).unwrap();
+    ea.add_peer(B, 1, 2);
+    ea.send(B, 5, 9, b"early").unwrap();
+    let mut sent = Vec::new();
+    while let Some((_, t)) = ea.poll_transmit(Instant(0)) {
+        sent.push(t);
+    }
+    assert!(!sent.is_empty());
+    for t in &sent {
+        eb.handle_datagram(Instant(1), t.channel, None, &t.to_vec());
+    }
+    assert_eq!(eb.poll_event(), None);
+    assert_eq!(eb.stats().num_early_kept, sent.len() as u64);
+    eb.add_peer(A, 2, 1);
+    eb.replay_early(Instant(2), A);
+    assert_eq!(
+        eb.poll_event(),
+        Some((
+            A,
+            Event::Deliver {
+                tag: 9,
+                data: b"early".to_vec()
+            }
+        ))
+    );
+    assert_eq!(eb.stats().num_early_replayed, sent.len() as u64);
+    // Replayed once: a second replay and the sender's own resend deliver nothing more.
+    eb.replay_early(Instant(3), A);
+    for t in &sent {
+        eb.handle_datagram(Instant(4), t.channel, None, &t.to_vec());
+    }
+    assert_eq!(eb.poll_event(), None);
+}
