@@ -25,6 +25,7 @@ use mca::mtl::{Comm, Mtl, MtlComponent, MtlLimits, MtlModule, SendMode, Status};
 use mca::output::Stream;
 use mca::params::Registrar;
 use mca::{Error, Result, sys, verbose};
+use rofi_core::provider::inherit::{Inherited, select_inherited};
 use rofi_core::provider::probe::{Matching, ProbeConfig, Unverified, verdict};
 use rofi_core::provider::{
     HostMatching, ProviderInfo, Requirements, Selection, select, wants_probe,
@@ -137,6 +138,9 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
             p.host_matching()
         },
     };
+    // A spawned process chooses as the process that spawned it did.
+    let inherited = p.inherited();
+    let req = inherited.as_ref().map_or(req, |i| i.requirements(&req));
     if !p.rxm_dyn_rbuf.enabled() {
         raw::env::disable_rxm_dyn_rbuf();
     }
@@ -157,13 +161,13 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
     // carry the source in the tag still work.
     for directed_recv in [true, false] {
         let list = discover(directed_recv, always)?;
-        let selection = select_probed(&list, p, &req);
+        let selection = select_probed(&list, p, &req, inherited.as_ref());
         match selection.chosen {
             // Host matching needs untagged messages and reads: ask again for those
             // (asking always would hide providers without them from tagged use).
             Some(c) if c.host_matching && !always => {
                 let with_msg = discover(directed_recv, true)?;
-                let again = select_probed(&with_msg, p, &req);
+                let again = select_probed(&with_msg, p, &req, inherited.as_ref());
                 if again.chosen.is_some_and(|c| c.host_matching) {
                     return Ok((with_msg, again));
                 }
@@ -206,8 +210,17 @@ fn probed_entries(list: &InfoList) -> Vec<ProviderInfo> {
 /// Selects from `list`; a choice whose tagged matching would be used natively and has
 /// not been checked is probed first and selection runs again with the finding (which may
 /// then give it host matching, or, under `never`, pass it over for the next candidate,
-/// probed in turn). Ends: every round probes another candidate.
-fn select_probed(list: &InfoList, p: &params::Params, req: &Requirements) -> Selection {
+/// probed in turn). Ends: every round probes another candidate. With an inherited
+/// choice the spawning process's verdict stands: no probe.
+fn select_probed(
+    list: &InfoList,
+    p: &params::Params,
+    req: &Requirements,
+    inherited: Option<&Inherited>,
+) -> Selection {
+    if let Some(i) = inherited {
+        return select_inherited(&list.entries(), i, req);
+    }
     loop {
         let entries = probed_entries(list);
         let selection = select(&entries, &p.filter(), req);
@@ -336,6 +349,15 @@ impl MtlComponent for Rofi {
             "mtl:rofi: provider selection\n{}",
             selection.report().trim_end()
         );
+        if let Some(i) = p.inherited() {
+            verbose!(
+                stream(),
+                1,
+                "mtl:rofi: chose as the process that spawned this job did ({i}; \
+                 mtl_rofi_{}), without a matching probe",
+                rofi_core::provider::inherit::PARAM
+            );
+        }
         let universe = env_number("OMPI_UNIVERSE_SIZE")
             .filter(|&n| n > 0)
             .or_else(|| env_number("OMPI_COMM_WORLD_SIZE"))
@@ -511,6 +533,9 @@ impl MtlComponent for Rofi {
         if ENGINE.set(engine).is_err() {
             return Err(Error::ERROR);
         }
+        // Chosen and opened: the jobs this process spawns choose the same
+        // (rofi_core::provider::inherit).
+        raw::env::hand_on_choice(&Inherited::of(info, &chosen).encode());
         let started = crate::engine()?;
         if started.host.is_some() {
             started.host_start()?;

@@ -4,6 +4,7 @@ use std::sync::OnceLock;
 
 use mca::params::{Level, Param, Registrar, StringParam};
 use rofi_core::context::{SepError, SepRequest, sep_request};
+use rofi_core::provider::inherit::{self, Inherited};
 use rofi_core::provider::{HostMatching, NameFilter};
 use rofi_core::tag::TagMode;
 
@@ -27,6 +28,7 @@ pub struct Params {
     pub host_eager_size: Param<usize>,
     pub local_provider: StringParam,
     pub matching_probe: Param<bool>,
+    pub inherited_choice: StringParam,
 }
 
 static PARAMS: OnceLock<Params> = OnceLock::new();
@@ -62,6 +64,13 @@ impl Params {
             .get()
             .map(|n| n.trim().to_owned())
             .filter(|n| !n.is_empty())
+    }
+
+    /// The choice of the process that spawned this one (validated at registration).
+    pub fn inherited(&self) -> Option<Inherited> {
+        Inherited::parse(self.inherited_choice.get().as_deref())
+            .ok()
+            .flatten()
     }
 
     /// The include/exclude lists (validated at registration).
@@ -278,6 +287,23 @@ pub fn register(reg: &mut Registrar) {
          provider that fails gets host matching (see mtl_rofi_host_matching), and the \
          failed checks are said at mtl_rofi_verbose 1. false: trust the provider",
     );
+    let inherited_choice = reg.string(
+        inherit::PARAM,
+        None,
+        Level::DEV_ALL,
+        "Set by rofi, not by users: the provider, fabric and matching (`host|shm|shm`, \
+         `tagged|tcp;ofi_rxm|192.0.2.0/24`) that a process chose, which it puts in its \
+         environment (OMPI_MCA_mtl_rofi_inherited_choice) for the jobs it spawns \
+         (MPI_Comm_spawn copies OMPI_MCA_ variables into them, where mpirun's -x \
+         variables such as FI_PROVIDER may not reach them). A process started with it \
+         chooses exactly that, without a matching probe, so that parent and children \
+         match messages alike",
+        |v| {
+            Inherited::parse(Some(v))
+                .map(drop)
+                .map_err(|e| e.to_string())
+        },
+    );
     let _ = PARAMS.set(Params {
         priority,
         auto_select,
@@ -297,5 +323,6 @@ pub fn register(reg: &mut Registrar) {
         host_eager_size,
         local_provider,
         matching_probe,
+        inherited_choice,
     });
 }

@@ -1,4 +1,5 @@
-//! Provider settings that must be in the environment before libfabric initialises.
+//! Provider settings that must be in the environment before libfabric initialises, and
+//! the choice handed on to spawned jobs through it.
 
 use std::sync::Once;
 
@@ -17,4 +18,15 @@ pub fn disable_rxm_dyn_rbuf() {
             unsafe { std::env::set_var(DYN_RBUF, "0") };
         }
     });
+}
+
+/// Puts this process's choice where `MPI_Comm_spawn` copies it into the jobs it
+/// spawns: `OMPI_MCA_mtl_rofi_inherited_choice` in our own environment
+/// (rofi_core::provider::inherit). Open MPI read its parameters at registration, so
+/// this process itself is not affected.
+pub fn hand_on_choice(value: &str) {
+    // SAFETY: called once from MPI_Init's MTL init, before rofi starts any thread; as
+    // above, Open MPI's own helper threads do not write the environment, and Open MPI
+    // sets OMPI_MCA_ variables in its own environment the same way (opal_setenv).
+    unsafe { std::env::set_var(rofi_core::provider::inherit::ENV, value) };
 }
