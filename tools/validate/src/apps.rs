@@ -38,6 +38,7 @@ fn run_in(dir: &Path, config: &McaConfig, program: &str, args: &[&str]) -> JobOu
 }
 
 /// What one application run produced: the outcome and the values compared.
+#[derive(Clone)]
 struct AppRun {
     outcome: Outcome,
     values: Vec<String>,
@@ -126,6 +127,25 @@ fn compare(
     }
 }
 
+/// Every pair's stock and ours runs; a stock configuration shared by pairs runs once.
+fn run_pairs(pairs: &[Pair], run: impl Fn(&McaConfig) -> AppRun) -> Vec<(AppRun, AppRun)> {
+    let mut stock_runs: Vec<(String, AppRun)> = Vec::new();
+    pairs
+        .iter()
+        .map(|p| {
+            let stock = match stock_runs.iter().find(|(name, _)| *name == p.stock.name) {
+                Some((_, done)) => done.clone(),
+                None => {
+                    let done = run(&p.stock);
+                    stock_runs.push((p.stock.name.clone(), done.clone()));
+                    done
+                }
+            };
+            (stock, run(&p.ours))
+        })
+        .collect()
+}
+
 /// LAMMPS input: the bundled 3d Lennard-Jones melt, its box 2x each way (32000
 /// atoms) and 500 steps (about 20 s on 2 ranks here).
 const LAMMPS_EXAMPLE: &str = "/usr/share/lammps/examples/melt/in.melt";
@@ -179,10 +199,7 @@ pub fn lammps(
             bytes: None,
         }
     };
-    let runs: Vec<(AppRun, AppRun)> = pairs
-        .iter()
-        .map(|p| (run(&p.stock), run(&p.ours)))
-        .collect();
+    let runs = run_pairs(pairs, run);
     compare(
         series,
         "LAMMPS melt (32k atoms, 2 ranks)",
@@ -366,10 +383,7 @@ pub fn gromacs(
             bytes: std::fs::read(dir.join(format!("{name}.edr"))).ok(),
         }
     };
-    let runs: Vec<(AppRun, AppRun)> = pairs
-        .iter()
-        .map(|p| (run(&p.stock), run(&p.ours)))
-        .collect();
+    let runs = run_pairs(pairs, run);
     compare(
         series,
         "GROMACS water (2.6k atoms, 2 ranks)",
