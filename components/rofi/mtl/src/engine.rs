@@ -8,6 +8,7 @@ use mca::mtl::Comm;
 use mca::output::Stream;
 use mca::{Error, Result, sys, verbose};
 use rofi_core::context::ContextMap;
+use rofi_core::provider::inherit::{self, Inherited};
 use rofi_core::sync::{ClaimedMessage, SendLimits};
 use rofi_core::tag::TagLayout;
 
@@ -63,6 +64,8 @@ pub struct Engine {
     pub host: Option<crate::host_state::Host>,
     /// The provider for peers on this node, beside `fabric` (host matching only).
     pub local: Option<LocalRail>,
+    /// What this process chose (published in the modex; peers must agree).
+    pub choice: Inherited,
 }
 
 /// A second provider for the peers on this node (`mtl_rofi_local_provider`).
@@ -102,6 +105,7 @@ pub struct Setup {
     pub bsend_copy: bool,
     pub host: Option<crate::host_state::Host>,
     pub local: Option<LocalRail>,
+    pub choice: Inherited,
 }
 
 thread_local! {
@@ -141,6 +145,7 @@ impl Engine {
             bsend_copy: s.bsend_copy,
             host: s.host,
             local: s.local,
+            choice: s.choice,
         }
     }
 
@@ -248,28 +253,13 @@ impl Engine {
             .iter()
             .map(|&p| crate::raw::modex::recv(p))
             .collect::<Result<Vec<_>>>()?;
-        if let Some((theirs, _)) = published
+        if let Some(why) = published
             .iter()
-            .find(|(p, _)| p.host_matching != self.host.is_some())
+            .find_map(|(p, _)| inherit::disagreement(&self.choice, &p.choice))
         {
-            // Each process decided by its own matching probe; a probe that failed in
-            // one process only (a completion slower than its bound) must end the job
-            // with the reason, not in a hang between two protocols.
-            let why = format!(
-                "this process {} and a peer {}: their matching probes (or settings) disagreed (see \
-                 mtl_rofi_verbose 1; mtl_rofi_host_matching always or never, or \
-                 mtl_rofi_matching_probe 0, make every process decide alike)",
-                if self.host.is_some() {
-                    "matches messages itself (host matching)"
-                } else {
-                    "uses the provider's tagged matching"
-                },
-                if theirs.host_matching {
-                    "matches messages itself"
-                } else {
-                    "uses tagged matching"
-                },
-            );
+            // A spawned job chooses as its parent (provider::inherit); processes
+            // started apart may still have been given different settings: end the job
+            // with both choices named, not in a hang between two protocols.
             mca::help::show_help("help-mtl-rofi.txt", "modex failed", true, &[&why]);
             return Err(Error::UNREACH);
         }

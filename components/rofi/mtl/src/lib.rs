@@ -421,7 +421,7 @@ impl MtlComponent for Rofi {
             name: name.clone(),
             local: local.as_ref().map(|l| l.name.clone()),
             ctxts: contexts.num_ctxts(),
-            host_matching: chosen.host_matching,
+            choice: Inherited::of(info, &chosen),
         })?;
         register_shm_cleanup(&info.core_name(), &name);
         if let Some(l) = &local {
@@ -478,6 +478,7 @@ impl MtlComponent for Rofi {
             bsend_copy: p.bsend_copy.enabled(),
             host,
             local: local.map(|l| l.rail),
+            choice: Inherited::of(info, &chosen),
         });
         verbose!(
             stream(),
@@ -535,7 +536,7 @@ impl MtlComponent for Rofi {
         }
         // Chosen and opened: the jobs this process spawns choose the same
         // (rofi_core::provider::inherit).
-        raw::env::hand_on_choice(&Inherited::of(info, &chosen).encode());
+        raw::env::hand_on_choice(&crate::engine()?.choice.encode());
         let started = crate::engine()?;
         if started.host.is_some() {
             started.host_start()?;

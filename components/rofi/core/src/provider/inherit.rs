@@ -186,6 +186,29 @@ pub fn select_inherited(
     }
 }
 
+/// Why this process (`mine`) cannot talk to a peer that chose `theirs` (each publishes
+/// its choice in the modex), or `None` when they chose alike: the same provider and the
+/// same matching. Fabrics may differ (tcp between nodes on different subnets).
+#[must_use]
+pub fn disagreement(mine: &Inherited, theirs: &Inherited) -> Option<String> {
+    if mine.provider == theirs.provider && mine.host_matching == theirs.host_matching {
+        return None;
+    }
+    let cause = if mine.provider == theirs.provider {
+        "their matching probes or settings (mtl_rofi_host_matching, \
+         mtl_rofi_matching_probe) disagreed"
+    } else {
+        "they were given different providers (mtl_rofi_provider_include, FI_PROVIDER; \
+         Open MPI 5.0's mpirun does not pass -x variables on to spawned jobs)"
+    };
+    Some(format!(
+        "this process uses {mine} and a peer {theirs}: {cause}. A job spawned by \
+         rofi processes chooses as they did (mtl_rofi_{PARAM}); processes started apart \
+         need the same mtl_rofi_provider_include and mtl_rofi_host_matching \
+         (see mtl_rofi_verbose 1)"
+    ))
+}
+
 #[cfg(test)]
 #[path = "inherit_tests.rs"]
 mod tests;

@@ -245,3 +245,31 @@ fn the_requirements_keep_everything_but_matching() {
     };
     assert_eq!(tagged.requirements(&r).host_matching, HostMatching::Never);
 }
+
+#[test]
+fn peers_disagree_on_provider_or_matching_not_on_fabric() {
+    let tcp = |fabric: &str, host_matching| Inherited {
+        provider: "tcp;ofi_rxm".to_owned(),
+        fabric: fabric.to_owned(),
+        host_matching,
+    };
+    assert_eq!(disagreement(&shm_host(), &shm_host()), None);
+    assert_eq!(
+        disagreement(&tcp("192.0.2.0/24", false), &tcp("198.51.100.0/24", false)),
+        None
+    );
+    let why = disagreement(&tcp("lo", false), &shm_host()).unwrap();
+    assert!(
+        why.starts_with(
+            "this process uses tcp;ofi_rxm [lo] with tagged matching and a peer shm [shm] \
+             with host matching: they were given different providers"
+        ),
+        "{why}"
+    );
+    assert!(why.contains("mtl_rofi_inherited_choice"), "{why}");
+    let why = disagreement(&tcp("lo", true), &tcp("lo", false)).unwrap();
+    assert!(
+        why.contains("with tagged matching: their matching probes or settings"),
+        "{why}"
+    );
+}
