@@ -675,7 +675,7 @@ fn only_the_component_symbol_is_exported() {
 /// takes either path. On tcp;ofi_rxm (1, 2, 3 ranks), sockets, and with host matching
 /// (shm, where it is auto, 2 and 3 ranks; forced on tcp;ofi_rxm), whose detached sends
 /// cover the eager message sent with a completion (8 KiB) and the rendezvous (16 KiB
-/// and up).
+/// and up). The threaded stream (part D) has its own test below.
 #[test]
 fn persistent_buffered_sends_restart_with_fresh_data() {
     let host_tcp = rofi_on("tcp;ofi_rxm")
@@ -692,8 +692,33 @@ fn persistent_buffered_sends_restart_with_fresh_data() {
     ];
     for (config, ranks, args) in runs {
         Job::new(&config, ranks, program("persistent_bsend"))
-            .args(args)
+            .args(&[args, &["--parts=ABC"]].concat())
             .timeout(Duration::from_secs(120))
+            .run()
+            .assert_passed();
+    }
+}
+
+/// MPICH's threaded persistent buffered send case, our own program
+/// (`persistent_bsend.c` part D): 4 threads per rank, each starting one persistent
+/// buffered send of 4 Mi MPI_INT 8 times back to back into its partner's persistent
+/// receive, with an attached buffer of exactly the 32 messages in flight. rofi used to
+/// take its copy's slot while cm still held its own, so threads starting at once left
+/// the last MPI_Start no room: MPI_ERR_BUFFER, which 4.1.4's MPI_Start returns without
+/// calling the error handler, and MPICH's test then hung in MPI_Wait. Now the request
+/// completes (cm frees its slot) before the copy is taken. On tcp;ofi_rxm and shm (host
+/// matching) at 2 ranks, and at 3 (a rank paired with itself) with 1 MiB messages.
+#[test]
+fn threaded_persistent_bsend_stream_with_a_buffer_of_exactly_its_messages() {
+    let runs: [(McaConfig, u32, &[&str]); 3] = [
+        (rofi(), 2, &[]),
+        (rofi_on("shm"), 2, &[]),
+        (rofi_on("shm"), 3, &["--quick"]),
+    ];
+    for (config, ranks, args) in runs {
+        Job::new(&config, ranks, program("persistent_bsend"))
+            .args(&[args, &["--parts=D"]].concat())
+            .timeout(Duration::from_secs(150))
             .run()
             .assert_passed();
     }
@@ -727,11 +752,12 @@ fn without_the_bsend_copy_cm_resends_stale_data() {
 /// reads 4x its buffer (segfault in opal_convertor_pack from mca_pml_cm_start, or
 /// MPI_Start returning MPI_ERR_BUFFER and the request never completing, or a message 4x
 /// too long: MPI_ERR_TRUNCATE), and one restarted after it resends the previous payload
-/// (fixed upstream by open-mpi/ompi#12797, in 4.1.x by #14366). ob1 handles the first
-/// (its restart path keeps the element count): the report's scenario runs clean there.
+/// (fixed upstream by open-mpi/ompi#12797, in 4.1.x by #14366); the threaded stream
+/// (part D) gets 4x messages or a segfault. ob1 handles the first (its restart path
+/// keeps the element count): the report's scenario and the stream run clean there.
 #[test]
 fn stock_cm_mishandles_restarted_persistent_bsends() {
-    for parts in ["--parts=A", "--parts=B", "--parts=C"] {
+    for parts in ["--parts=A", "--parts=B", "--parts=C", "--parts=D"] {
         let out = Job::new(&McaConfig::stock_ofi_tcp(), 2, program("persistent_bsend"))
             .args(&[parts])
             .timeout(Duration::from_secs(30))
@@ -743,7 +769,7 @@ fn stock_cm_mishandles_restarted_persistent_bsends() {
         );
     }
     Job::new(&McaConfig::stock_tcp(), 2, program("persistent_bsend"))
-        .args(&["--parts=AC"])
+        .args(&["--parts=ACD"])
         .timeout(Duration::from_secs(60))
         .run()
         .assert_passed();

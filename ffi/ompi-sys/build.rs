@@ -35,6 +35,10 @@ const BLOCKLIST: &[(&str, &str)] = &[
     ("ompi_mpi_.*_f", "Fortran handles"),
 ];
 
+/// cm's functions and class objects live in its own component, not in libmpi: only
+/// its request types are bound (`ffi/ompi-sys` bindgen over its private headers).
+const CM_NOT_BOUND: &[&str] = &["mca_pml_cm_.*_class", "mca_pml_cm_[a-z_]*"];
+
 fn main() {
     let install = ompi_build::require();
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -60,6 +64,12 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(ompi5)");
     if install.version.0 >= 5 {
         println!("cargo:rustc-cfg=ompi5");
+    }
+    // cm's private headers come last: bindgen reads them, and static_fns.c includes
+    // the header bindgen read.
+    let cm_dir = cm_headers(&install, &include_dirs, &manifest);
+    if !include_dirs.contains(&cm_dir) {
+        include_dirs.push(cm_dir);
     }
     generate_bindings(&include_dirs, &shim_dir, &out);
     compile_shims(&include_dirs, &shim_dir, &out);
@@ -90,9 +100,56 @@ fn main() {
     );
 }
 
+/// The cm PML's private headers, whose request layout rofi reads (persistent buffered
+/// sends, `mca_pml_cm_hvy_send_request_t`): not installed by Open MPI, so taken from
+/// the source tree of a build-tree build, or else from that release's source by
+/// configure-support/ompi-cm-headers (cached; downloads Debian's source package once).
+/// Returns the directory that holds `ompi/mca/pml/cm/`.
+fn cm_headers(
+    install: &ompi_build::OmpiInstall,
+    include_dirs: &[PathBuf],
+    manifest: &Path,
+) -> PathBuf {
+    const HEADER: &str = "ompi/mca/pml/cm/pml_cm_sendreq.h";
+    if let Some(dir) = include_dirs.iter().find(|d| d.join(HEADER).is_file()) {
+        return dir.clone();
+    }
+    let script = manifest.join("../../configure-support/ompi-cm-headers");
+    println!("cargo:rerun-if-changed={}", script.display());
+    let version = install.version_string();
+    let printed = Command::new(&script).arg(&version).output();
+    let dir = match &printed {
+        Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
+        _ => {
+            eprintln!(
+                "error: {} {version} could not provide the cm PML headers of Open MPI \
+                 {version}: {}",
+                script.display(),
+                printed.as_ref().map_or_else(
+                    |e| e.to_string(),
+                    |o| String::from_utf8_lossy(&o.stderr).into_owned()
+                )
+            );
+            std::process::exit(1);
+        }
+    };
+    println!("cargo:rerun-if-changed={}", dir.join(HEADER).display());
+    dir
+}
+
 fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
+    // shim.h, then cm's request headers (bindings only: the shim's C never sees them).
+    let umbrella = out.join("bindgen.h");
+    std::fs::write(
+        &umbrella,
+        format!(
+            "#include \"{}\"\n#include \"ompi/mca/pml/cm/pml_cm_sendreq.h\"\n",
+            shim_dir.join("shim.h").display()
+        ),
+    )
+    .expect("write bindgen.h");
     let mut builder = bindgen::Builder::default()
-        .header(shim_dir.join("shim.h").display().to_string())
+        .header(umbrella.display().to_string())
         .clang_args(include_dirs.iter().map(|d| format!("-I{}", d.display())))
         // Open MPI 5 types opal_short_float_t as gcc's _Float16, which libclang before 15
         // rejects on x86-64; a 2-byte integer has its size and alignment.
@@ -125,6 +182,9 @@ fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
     }
     for (pattern, _reason) in BLOCKLIST {
         builder = builder.blocklist_item(pattern);
+    }
+    for pattern in CM_NOT_BOUND {
+        builder = builder.blocklist_function(pattern).blocklist_var(pattern);
     }
     let bindings = builder.generate().unwrap_or_else(|e| {
         eprintln!("error: bindgen could not parse the Open MPI headers: {e}");

@@ -1,58 +1,22 @@
 //! Persistent buffered sends (`MPI_Bsend_init`): the user's data behind cm's request,
 //! packed afresh into rofi's own slot of the attached buffer.
 //!
-//! Open MPI 4.1.4's cm mishandles a persistent buffered send started again (see the
-//! README, "Persistent buffered sends"): before the previous start is PML-complete it
-//! builds a new request with the packed byte count as element count (the pack reads
-//! past the user's buffer), and after it, it resends the previous start's bytes. rofi
-//! avoids both by packing the user's current data itself and completing the request
-//! during `isend`. cm does not hand the user's buffer to the MTL, so it is read from
-//! cm's heavy send request, whose layout is mirrored here and checked field by field
-//! against what the MTL was given before anything is trusted.
+//! cm (Open MPI 4.1.4 and 5.0.7 alike) mishandles a persistent buffered send started
+//! again (see the README, "Persistent buffered sends"): before the previous start is
+//! PML-complete it builds a new request with the packed byte count as element count
+//! (the pack reads past the user's buffer), and after it, it resends the previous
+//! start's bytes. rofi avoids both by packing the user's current data itself and
+//! completing the request during `isend`. cm does not hand the user's buffer to the
+//! MTL, so it is read from cm's heavy send request, whose layout is that release's own
+//! (`sys::mca_pml_cm_hvy_send_request_t`, bindgen over cm's private headers in
+//! ffi/ompi-sys), and checked field by field against what the MTL was given before
+//! anything is trusted.
 
 use std::ffi::c_void;
 
 use mca::sys;
 
 use super::context::{OpContext, Target};
-
-/// `mca_pml_cm_request_t` (ompi/mca/pml/cm/pml_cm_request.h, 4.1.x).
-#[repr(C)]
-struct CmRequest {
-    req_ompi: sys::ompi_request_t,
-    req_pml_complete: i32,
-    req_free_called: i32,
-    /// `mca_pml_cm_request_type_t`: `MCA_PML_CM_REQUEST_SEND_HEAVY` is 0.
-    req_pml_type: i32,
-    req_comm: *mut sys::ompi_communicator_t,
-    req_datatype: *mut sys::ompi_datatype_t,
-    req_convertor: sys::opal_convertor_t,
-}
-
-/// `mca_pml_cm_hvy_send_request_t` (pml_cm_sendreq.h), the request cm uses for every
-/// buffered send; the MTL's request memory is its last field.
-#[repr(C)]
-struct CmHeavySend {
-    base: CmRequest,
-    req_send_mode: sys::mca_pml_base_send_mode_t,
-    req_addr: *const c_void,
-    /// The packed size in bytes (cm overwrites the element count with it).
-    req_count: usize,
-    req_peer: i32,
-    req_tag: i32,
-    req_buff: *mut c_void,
-    req_blocking: bool,
-    req_mtl: sys::mca_mtl_request_t,
-}
-
-const SEND_HEAVY: i32 = 0;
-
-unsafe extern "C" {
-    // ompi/mca/pml/base/pml_base_bsend.h (exported by libmpi): a slot of the buffer
-    // attached with MPI_Buffer_attach, counted until freed (MPI_Buffer_detach waits).
-    fn mca_pml_base_bsend_request_alloc_buf(length: usize) -> *mut c_void;
-    fn mca_pml_base_bsend_request_free(addr: *mut c_void) -> i32;
-}
 
 /// The user's data of a persistent buffered send, as `MPI_Bsend_init` described it.
 #[derive(Debug)]
@@ -79,38 +43,39 @@ pub fn persistent_bsend(
     // SAFETY: cm passes its live request; `ompi_req`, the first field of the memory the
     // PML allocated for it, is set before the MTL is called.
     let ompi = unsafe { (*mtl).ompi_req };
-    let offset = std::mem::offset_of!(CmHeavySend, req_mtl);
+    let offset = std::mem::offset_of!(sys::mca_pml_cm_hvy_send_request_t, req_mtl);
     if ompi.is_null() || (request as *const u8).wrapping_sub(offset) != ompi as *const u8 {
         return None;
     }
-    let heavy = ompi.cast::<CmHeavySend>();
+    let heavy = ompi.cast::<sys::mca_pml_cm_hvy_send_request_t>();
     // SAFETY: `ompi_req` is the start of the PML's request and the MTL's request lies
-    // `offset` bytes into it, so the PML's allocation covers all of `CmHeavySend`
+    // `offset` bytes into it, so the PML's allocation covers the whole heavy request
     // (whose last field is the MTL's request); the reads below are plain loads of
     // fields cm wrote before calling the MTL and does not change during the call.
     unsafe {
         let h = &*heavy;
-        let agrees = h.base.req_ompi.req_persistent
-            && h.base.req_pml_type == SEND_HEAVY
-            && h.req_send_mode == sys::MCA_PML_BASE_SEND_BUFFERED
-            && std::ptr::eq(&raw const h.base.req_convertor, convertor)
-            && h.base.req_comm == comm
+        let base = &h.req_send.req_base;
+        let agrees = base.req_ompi.req_persistent
+            && base.req_pml_type == sys::MCA_PML_CM_REQUEST_SEND_HEAVY
+            && h.req_send.req_send_mode == sys::MCA_PML_BASE_SEND_BUFFERED
+            && std::ptr::eq(&raw const base.req_convertor, convertor)
+            && base.req_comm == comm
             && h.req_peer == dest
             && h.req_tag == tag
             && !h.req_buff.is_null()
             && (*convertor).pBaseBuf.cast::<c_void>() == h.req_buff
             && (*convertor).local_size == h.req_count
-            && !h.base.req_datatype.is_null();
+            && !base.req_datatype.is_null();
         if !agrees {
             return None;
         }
-        let size = (*h.base.req_datatype).super_.size;
+        let size = (*base.req_datatype).super_.size;
         if size == 0 || h.req_count % size != 0 {
             return None;
         }
         Some(UserData {
             addr: h.req_addr,
-            datatype: h.base.req_datatype,
+            datatype: base.req_datatype,
             count: h.req_count / size,
             bytes: h.req_count,
             packed: h.req_buff.cast(),
@@ -187,7 +152,7 @@ impl Packer {
     /// failed.
     pub fn copy(self) -> Option<Box<BsendCopy>> {
         // SAFETY: allocates `bytes` bytes of the attached buffer (NULL if none).
-        let ptr = unsafe { mca_pml_base_bsend_request_alloc_buf(self.bytes) }.cast::<u8>();
+        let ptr = unsafe { sys::mca_pml_base_bsend_request_alloc_buf(self.bytes) }.cast::<u8>();
         let mut copy = Box::new(if ptr.is_null() {
             let mut heap = vec![0u8; self.bytes];
             BsendCopy {
@@ -275,7 +240,7 @@ impl Drop for BsendCopy {
     fn drop(&mut self) {
         if self.heap.is_none() {
             // SAFETY: `ptr` came from alloc_buf and is freed once, here.
-            unsafe { mca_pml_base_bsend_request_free(self.ptr.cast()) };
+            unsafe { sys::mca_pml_base_bsend_request_free(self.ptr.cast()) };
         }
     }
 }
