@@ -181,7 +181,7 @@ pub fn first_reason(out: &JobOutput) -> String {
         let first = text
             .lines()
             .map(str::trim)
-            .find(|l| !l.is_empty() && !l.starts_with("----"))
+            .find(|l| !l.is_empty() && !l.starts_with("----") && !l.starts_with('['))
             .filter(|l| !l.starts_with("The user-provided time limit"));
         return match first {
             Some(line) => format!("timeout (MPIEXEC_TIMEOUT) after: {}", shorten(line, 90)),
