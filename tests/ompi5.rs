@@ -220,3 +220,43 @@ fn one_sided_accumulate_and_atomics_over_ours() {
         }
     }
 }
+
+/// Persistent buffered sends started again (`tests/programs/persistent_bsend.c`, as in
+/// tests/rofi.rs): 5.0.7's cm has 4.1.4's defects (the restart before the previous
+/// start is PML-complete packs the byte count as element count, the one after resends
+/// the previous payload), and rofi's copy avoids them here too, with cm's request
+/// layout bound from 5.0.7's own headers. Part D is MPICH's threaded case (4 threads,
+/// 8 starts of 4 Mi MPI_INT each, a buffer of exactly the 32 messages in flight),
+/// which ended in MPI_Start's MPI_ERR_BUFFER with rofi before its copy waited for cm's
+/// slot to be freed. On tcp;ofi_rxm and shm (host matching). The stock OFI MTL fails
+/// B and D (stale payload; 4x messages or MPI_ERR_BUFFER); ob1 over sm passes A, C
+/// and D.
+#[test]
+fn persistent_buffered_sends_restart_with_fresh_data_ompi5() {
+    if !ompi5::available() {
+        return;
+    }
+    for config in [rofi_on("tcp;ofi_rxm"), rofi_on("shm")] {
+        Job::new(&config, 2, config.program("persistent_bsend"))
+            .timeout(std::time::Duration::from_secs(180))
+            .run()
+            .assert_passed();
+    }
+    for parts in ["--parts=B", "--parts=D"] {
+        let config = stock_ofi_tcp();
+        let out = Job::new(&config, 2, config.program("persistent_bsend"))
+            .args(&[parts])
+            .timeout(std::time::Duration::from_secs(30))
+            .run();
+        assert!(
+            !out.succeeded(),
+            "the known defect of 5.0.7's cm no longer shows ({parts}): {}",
+            out.report()
+        );
+    }
+    Job::new(&stock_sm(), 2, stock_sm().program("persistent_bsend"))
+        .args(&["--parts=ACD"])
+        .timeout(std::time::Duration::from_secs(120))
+        .run()
+        .assert_passed();
+}
