@@ -491,7 +491,7 @@ pub fn run(
                 let (s, o) = (&result[&(i, 2 * p)], &result[&(i, 2 * p + 1)]);
                 if !s.passed {
                     let test = format!("{}/{}", cases[i].suite, cases[i].program);
-                    if let Some(why) = known_stock_failure(series.name, &test, &s.why) {
+                    if let Some(why) = known_stock_failure(series.name, &test) {
                         findings.known.insert(name.clone(), why.to_owned());
                     }
                     let entry = findings
