@@ -141,12 +141,15 @@ static-ompi5:
 # tests/ompi5.rs (conformance, ompi_info, cross-series refusal), tests/ompi5_realism.rs
 # (loss, two hosts, kill -9, accelerator), tests/ompi5_mpi4py.rs (mpi4py built against
 # 5.0 in its own venv), tests/ompi5_static.rs (the static build) and tests/ompi5_sessions.rs
-# (MPI_Comm_create_from_group: ob1's extended CIDs).
+# (MPI_Comm_create_from_group: ob1's extended CIDs); then tests/dynamic.rs' 5.0 module
+# (spawn, spawn_multiple, grandchildren, a child's abort).
 check-ompi5: components components-ompi5 static-ompi5
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
 	RMCA_OMPI5_STATIC_PREFIX=$$(configure-support/static-ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
 	    tools/residue/no-residue $(CARGO) test --release --test ompi5 --test ompi5_realism \
 	        --test ompi5_mpi4py --test ompi5_static --test ompi5_sessions -- --test-threads=2
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
+	    tools/residue/no-residue $(CARGO) test --release --test dynamic -- ompi5:: --test-threads=2
 
 # libfabric 2.x from Debian 13's source, built once into a cache outside the checkout
 # (configure-support/libfabric2); ours built against it (target/libfabric2) and the

@@ -63,6 +63,16 @@ fn stock_ofi_mtl_deadlocks_on_ssend_received_by_mrecv_upstream_11327() {
     );
 }
 
+/// The control for Open MPI 5.0.7's negative-stride defect (tests/ompi5.rs): on 4.1.4
+/// every case of tests/programs/neg_stride.c passes, the complex ones included, so the
+/// program's checks are right and the 5.0.7 failures are 5.0.7's.
+#[test]
+fn backward_vectors_nested_in_indexed_types_are_right_on_4_1() {
+    let out = Job::new(&McaConfig::stock_vader(), 1, program("neg_stride")).run();
+    assert_eq!(out.counts(), Some((80, 0)), "{}", out.report());
+    out.assert_passed();
+}
+
 /// The checker can fail: a run that corrupts one received byte must be reported
 /// as failed, with the corrupted offset named.
 #[test]

@@ -221,6 +221,31 @@ fn one_sided_accumulate_and_atomics_over_ours() {
     }
 }
 
+/// Known upstream defect (Open MPI 5.0.7, every transport; 4.1.4 is right): a message
+/// received with an indexed type of a negative-stride vector of a complex type lands in
+/// the wrong places once it is long (tests/programs/neg_stride.c part B, reduced from
+/// MPICH's pt2pt/sendself; "Found 27 errors" there). Plain negative-stride vectors
+/// (part A) and the same nesting of MPI_DOUBLE and MPI_INT are right. When this test
+/// fails because the failure is gone, the Open MPI in use fixed it: update the README's
+/// supported-versions table.
+#[test]
+fn stock_5_0_7_misplaces_a_long_nested_backward_vector_of_complex() {
+    if !ompi5::available() {
+        return;
+    }
+    let out = Job::new(&stock_sm(), 1, stock_sm().program("neg_stride")).run();
+    assert_eq!(out.counts(), Some((78, 2)), "{}", out.report());
+    let failures: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(
+        failures.len() == 2
+            && failures[0].contains("MPI_C_DOUBLE_COMPLEX: sent as hvector")
+            && failures[1].contains("MPI_C_FLOAT_COMPLEX: sent as hvector")
+            && failures.iter().all(|l| l.contains("count 8192 of 8192")),
+        "{}",
+        out.report()
+    );
+}
+
 /// Persistent buffered sends started again (`tests/programs/persistent_bsend.c`, as in
 /// tests/rofi.rs): 5.0.7's cm has 4.1.4's defects (the restart before the previous
 /// start is PML-complete packs the byte count as element count, the one after resends

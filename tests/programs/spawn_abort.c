@@ -13,6 +13,15 @@
  * receive ever completes it prints FAIL and exits 1.
  * With --no-abort child 1 sends instead, and the run ends normally with the counts:
  * the control that shows the setup itself works.
+ *
+ * With --patience=S the waiting processes give up after S seconds, print
+ *   spawn_abort rank R: nothing from the aborted child within S s: aborting too
+ * and call MPI_Abort with the same code, as an application without fault tolerance
+ * does once a peer stops answering. That is for Open MPI 5, whose runtime ends only the
+ * job that called MPI_Abort and leaves the connected job to notice (stock tcp does, from
+ * the closed socket, and aborts; a datagram or shared-memory transport has nothing to
+ * notice, and MPI_Finalize would wait in its implicit disconnect for the dead job): the
+ * run checks that both jobs still end quickly, with the code, leaving nothing behind.
  */
 #include "spawn.h"
 
@@ -26,20 +35,43 @@ static int no_abort(int argc, char **argv)
     return 0;
 }
 
-/* Everyone but child 1 waits on the merged communicator for a message from it. */
-static void wait_for_child1(MPI_Comm merged, int child1, int expect_message)
+/* Everyone but child 1 waits on the merged communicator for a message from it, at most
+ * `patience` seconds when it is positive. Returns 0 when it gave up. */
+static int wait_for_child1(MPI_Comm merged, int child1, int expect_message, double patience)
 {
     int v = -1;
     MPI_Status st;
-    MPI_Recv(&v, 1, MPI_INT, child1, 55, merged, &st);
+    if (patience > 0) {
+        MPI_Request req;
+        int done = 0;
+        double until = MPI_Wtime() + patience;
+        MPI_Irecv(&v, 1, MPI_INT, child1, 55, merged, &req);
+        while (MPI_Test(&req, &done, &st), !done) {
+            if (MPI_Wtime() > until) {
+                MPI_Cancel(&req);
+                MPI_Wait(&req, &st);
+                printf("%s rank %d: nothing from the aborted child within %.0f s: aborting "
+                       "too\n",
+                       ck.prog, ck.rank, patience);
+                fflush(stdout);
+                return 0;
+            }
+            usleep(1000);
+        }
+    } else {
+        MPI_Recv(&v, 1, MPI_INT, child1, 55, merged, &st);
+    }
     ck_check(expect_message && v == 1234,
              "the receive from the aborting child completed (value %d)", v);
+    return 1;
 }
 
 int main(int argc, char **argv)
 {
     ck_init(&argc, &argv, "spawn_abort", MPI_THREAD_SINGLE);
     int control = no_abort(argc, argv);
+    const char *patience_arg = dyn_arg(argc, argv, "--patience");
+    double patience = patience_arg ? atof(patience_arg) : 0;
     MPI_Comm parent;
     MPI_Comm_get_parent(&parent);
     MPI_Comm inter, merged;
@@ -77,8 +109,8 @@ int main(int argc, char **argv)
         for (int p = 0; p < n; p++)
             if (p != me)
                 MPI_Send(&v, 1, MPI_INT, p, 55, merged);
-    } else {
-        wait_for_child1(merged, child1, control);
+    } else if (!wait_for_child1(merged, child1, control, patience)) {
+        MPI_Abort(MPI_COMM_WORLD, ABORT_CODE);
     }
     MPI_Comm_free(&merged);
     if (first) {
