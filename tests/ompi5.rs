@@ -235,7 +235,11 @@ fn stock_5_0_7_misplaces_a_long_nested_backward_vector_of_complex() {
     }
     let out = Job::new(&stock_sm(), 1, stock_sm().program("neg_stride")).run();
     assert_eq!(out.counts(), Some((78, 2)), "{}", out.report());
-    let failures: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
+    let failures: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("FAIL"))
+        .collect();
     assert!(
         failures.len() == 2
             && failures[0].contains("MPI_C_DOUBLE_COMPLEX: sent as hvector")
