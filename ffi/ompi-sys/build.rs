@@ -164,7 +164,10 @@ fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
         .prepend_enum_name(false)
         .default_enum_style(bindgen::EnumVariation::Consts)
         .size_t_is_usize(true)
-        .clang_macro_fallback();
+        .clang_macro_fallback()
+        // Its scratch files (a precompiled header, a probe source) go to OUT_DIR, not
+        // into the source tree, which is where they land by default.
+        .clang_macro_fallback_build_dir(&out);
     for pattern in ALLOW_PATTERNS {
         builder = builder
             .allowlist_function(pattern)
