@@ -43,8 +43,8 @@ usage: rmca-validate [--ci] [--series 4.1,5.0] [--suites a,b,...] [--components 
                  datatype, comm, init, rma (process counts capped at --np-max, 4);
                  LAMMPS and GROMACS (Debian's, on 5.0 through its libmpi.so.40);
                  under rusnic/stock-tcp, rsmcuda/stock-vader (stock-sm on 5.0),
-                 rofi/stock-ofi-tcp, rofi-shm/stock-vader (stock-sm on 5.0; the
-                 stock OFI MTL declines libfabric's shm)
+                 rofi/stock-ofi-tcp, rofi-shm/stock-ofi-tcp (the stock OFI MTL
+                 declines libfabric's shm)
   --ci           the CI subset: MPICH pt2pt tests of 1-2 ranks, stock run only
                  where ours fails; LAMMPS on 4.1
   --series       any of: 4.1 5.0 (5.0: RMCA_OMPI5_PREFIX and build/ompi5/mca must

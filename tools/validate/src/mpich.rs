@@ -316,8 +316,8 @@ pub fn run(
             .get(&format!("{}/{}", c.suite, c.program))
             .cloned()
     };
-    // Pairs sharing a stock configuration (rsmcuda and rofi-shm both beside the stock
-    // shared memory BTL) share its runs.
+    // Pairs sharing a stock configuration (rofi and rofi-shm both beside the stock OFI
+    // MTL) share its runs.
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for (p, pair) in pairs.iter().enumerate() {
         match groups
