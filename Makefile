@@ -36,8 +36,9 @@ BUILD := build
 MCA_BUILD := $(BUILD)/mca
 PROFILE_DIR := target/release
 
-# Each .so is written beside its final name and renamed into place: a job already running
-# keeps the file it mapped instead of seeing its code change under it.
+# Each .so is written beside its final name (a name of this shell's own, so two builds at
+# once do not share it) and renamed into place: a job already running keeps the file it
+# mapped instead of seeing its code change under it.
 # crate:framework:name for every component (test fixtures included: tests load them).
 COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl:rusnic btl-rsmcuda:btl:rsmcuda mtl-rofi:mtl:rofi
 
@@ -57,8 +58,9 @@ define place_components
 	@mkdir -p $(3)
 	@for c in $(1); do \
 	    IFS=: read -r crate fw name <<< "$$c"; \
-	    install -m 0755 $(2)/libmca_$${fw}_$${name}.so $(3)/.mca_$${fw}_$${name}.so.new; \
-	    mv -f $(3)/.mca_$${fw}_$${name}.so.new $(3)/mca_$${fw}_$${name}.so; \
+	    tmp=$(3)/.mca_$${fw}_$${name}.so.new.$$$$; \
+	    install -m 0755 $(2)/libmca_$${fw}_$${name}.so $$tmp; \
+	    mv -f $$tmp $(3)/mca_$${fw}_$${name}.so; \
 	    echo "  built $(3)/mca_$${fw}_$${name}.so"; \
 	done
 	@install -m 0644 $(4) $(3)/
