@@ -144,7 +144,8 @@ static-ompi5:
 # (loss, two hosts, kill -9, accelerator), tests/ompi5_mpi4py.rs (mpi4py built against
 # 5.0 in its own venv), tests/ompi5_static.rs (the static build) and tests/ompi5_sessions.rs
 # (MPI_Comm_create_from_group: ob1's extended CIDs); then tests/dynamic.rs' 5.0 module
-# (spawn, spawn_multiple, grandchildren, a child's abort).
+# (spawn, spawn_multiple, grandchildren, a child's abort) and the 5.0 half of
+# tests/rofi_spawn_choice.rs (a spawned job chooses rofi's provider as its parent did).
 check-ompi5: components components-ompi5 static-ompi5
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
 	RMCA_OMPI5_STATIC_PREFIX=$$(configure-support/static-ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
@@ -152,6 +153,8 @@ check-ompi5: components components-ompi5 static-ompi5
 	        --test ompi5_mpi4py --test ompi5_static --test ompi5_sessions -- --test-threads=2
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
 	    tools/residue/no-residue $(CARGO) test --release --test dynamic -- ompi5:: --test-threads=2
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
+	    tools/residue/no-residue $(CARGO) test --release --test rofi_spawn_choice -- _ompi5 --test-threads=1
 
 # libfabric 2.x from Debian 13's source, built once into a cache outside the checkout
 # (configure-support/libfabric2); ours built against it (target/libfabric2) and the
