@@ -92,7 +92,7 @@ fn main() {
         .clang_macro_fallback()
         // Its scratch files (a precompiled header, a probe source) go to OUT_DIR, not
         // into the source tree, which is where they land by default.
-        .clang_macro_fallback_build_dir(&out);
+        .clang_macro_fallback_build_dir(out.as_path());
     // Bit flags are 64-bit in the API (uint64_t flags/caps) but bindgen guesses u32
     // for small literals: make every FI_ macro constant u64 unless it is negative.
     builder = builder.parse_callbacks(Box::new(FlagsAreU64));

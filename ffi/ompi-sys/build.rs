@@ -167,7 +167,7 @@ fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
         .clang_macro_fallback()
         // Its scratch files (a precompiled header, a probe source) go to OUT_DIR, not
         // into the source tree, which is where they land by default.
-        .clang_macro_fallback_build_dir(&out);
+        .clang_macro_fallback_build_dir(out);
     for pattern in ALLOW_PATTERNS {
         builder = builder
             .allowlist_function(pattern)
