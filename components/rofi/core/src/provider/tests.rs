@@ -2,7 +2,7 @@ use super::*;
 use crate::context::SepRequest;
 use crate::tag::{LayoutKind, TagMode};
 
-fn prov(name: &str, fabric: &str, domain: &str) -> ProviderInfo {
+pub(super) fn prov(name: &str, fabric: &str, domain: &str) -> ProviderInfo {
     ProviderInfo {
         name: name.to_owned(),
         fabric: fabric.to_owned(),
