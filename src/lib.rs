@@ -525,8 +525,7 @@ impl Job {
             }
             if started.elapsed() > self.timeout {
                 timed_out = true;
-                kill_group(child.id());
-                break child.wait().expect("reap mpirun");
+                break stop_group(&mut child);
             }
             std::thread::sleep(Duration::from_millis(20));
         };
@@ -555,10 +554,30 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String
 }
 
 fn kill_group(pid: u32) {
+    signal_group(pid, "-KILL");
+}
+
+fn signal_group(pid: u32, signal: &str) {
     let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pid}")])
+        .args([signal, "--", &format!("-{pid}")])
         .stderr(Stdio::null())
         .status();
+}
+
+/// Ends a job past its timeout: SIGTERM first, so that wrappers clean up what they made
+/// (run-across-hosts removes its network namespaces, with-loss its nftables tables),
+/// then SIGKILL for whatever is left after 10 s.
+fn stop_group(child: &mut std::process::Child) -> std::process::ExitStatus {
+    signal_group(child.id(), "-TERM");
+    let asked = Instant::now();
+    while asked.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill_group(child.id());
+    child.wait().expect("reap mpirun")
 }
 
 /// `ompi_info --param <framework> <component> --level 9` with our components visible.

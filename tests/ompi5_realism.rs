@@ -140,15 +140,27 @@ fn across_two_hosts(config: McaConfig, programs: &[(&str, u32)]) {
 }
 
 /// 5.0's mpirun really places one rank on each host (its daemon on host 2 started
-/// through the rsh agent), and the TCP BTL carries the traffic between them.
+/// through the rsh agent), and the TCP BTL carries the traffic between them. The ranks
+/// name their hosts from inside MPI (tests/programs/placement.c says why not
+/// /bin/hostname).
 #[test]
 fn stock_tcp_across_two_hosts() {
     if !ompi5::available() {
         return;
     }
     let config = on_ompi5(McaConfig::stock_tcp());
-    let out = Job::new(&config.clone().across_hosts(2), 2, "/bin/hostname").run();
-    let mut hosts: Vec<&str> = out.stdout.lines().map(str::trim).collect();
+    let out = Job::new(
+        &config.clone().across_hosts(2),
+        2,
+        config.program("placement"),
+    )
+    .run();
+    let mut hosts: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("placement: rank "))
+        .filter_map(|l| l.split_once(" on ").map(|(_, host)| host))
+        .collect();
     hosts.sort_unstable();
     hosts.dedup();
     assert!(
