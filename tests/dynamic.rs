@@ -359,16 +359,13 @@ mod ompi5 {
     use super::*;
     every_configuration!(on_ompi5_without_han, stock_sm_tcp(), Series::Five);
 
-    // rofi on libfabric's `sockets` provider under Open MPI 5.0.7: a wrong-result bug of
-    // ours found on 2026-11-28, when these tests first ran on 5.0. A spawned process's
-    // receive from the parent job on the intercommunicator now and then reports the other
-    // parent rank as its source and gets that rank's data (spawn_traffic parts A, C, D:
-    // "status mismatch: source 1 (expected 0)", about one run in three; the build before
-    // that day does it too), and some runs hang. Every test stays here, ignored, until it
-    // is fixed (`cargo test --test dynamic -- --ignored ompi5::rofi_sockets`); rofi on
-    // `tcp;ofi_rxm` and `shm` and all of 4.1 run.
+    // rofi on libfabric's `sockets` provider: under Open MPI 5.0.7 a parent's first
+    // messages reach a spawned child before the child has added the parents, sockets
+    // takes such a sender for anyone, and while rofi matched the source by address
+    // (ofi_tag_full) a child's receive from parent 0 now and then got parent 1's message
+    // (parts A, C, D: about one run in three). rofi now carries the source in the tag on
+    // sockets (`ProviderInfo::unknown_sender_matches_any`).
     dynamic_suite!(
-        #[ignore = "wrong source on 5.0.7 intercommunicator receives (see the comment above)"]
         rofi_sockets,
         on_ompi5_without_han(rofi_on("sockets")),
         Series::Five

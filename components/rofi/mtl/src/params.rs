@@ -140,8 +140,9 @@ pub fn register(reg: &mut Registrar) {
         "How MPI matching data is laid out in libfabric tags: ofi_tag_1 = 12-bit \
          communicator id, 18-bit source, 32-bit tag; ofi_tag_2 = 24-bit id, 18-bit source, \
          20-bit tag; ofi_tag_full = 30-bit id, 32-bit tag, source in remote CQ data (needs \
-         FI_DIRECTED_RECV and 4 bytes of CQ data); auto = ofi_tag_full when the provider \
-         allows it, else ofi_tag_1",
+         FI_DIRECTED_RECV and 4 bytes of CQ data, and not sockets, which takes a sender \
+         missing from its address vector for anyone); auto = ofi_tag_full when the \
+         provider allows it, else ofi_tag_1",
     );
     let progress_event_cnt = reg.int(
         "progress_event_cnt",

@@ -100,8 +100,23 @@ impl ProviderInfo {
         TagCaps {
             cq_data_size: self.cq_data_size,
             directed_recv: self.directed_recv,
+            unknown_sender_matches_any: self.unknown_sender_matches_any(),
             mem_tag_format: self.mem_tag_format,
         }
+    }
+
+    /// Whether a message from a sender missing from the address vector matches receives
+    /// directed at any address. So in libfabric's `sockets` (1.17 to 2.1 at least): a
+    /// message's source is looked up in the AV when it arrives, a sender not found gets
+    /// `FI_ADDR_NOTAVAIL`, which is the same value as the wildcard `FI_ADDR_UNSPEC`, and
+    /// it keeps that address in the unexpected queue after the sender is inserted.
+    /// Under Open MPI 5 a parent's first messages reach a spawned child before the child
+    /// has added the parents, and with the full layout a receive for parent 0 took
+    /// parent 1's message (wrong status, wrong data). `tcp;ofi_rxm` and `shm` keep such
+    /// a sender apart until it is inserted.
+    #[must_use]
+    pub fn unknown_sender_matches_any(&self) -> bool {
+        self.core_name() == "sockets"
     }
 
     /// The innermost provider of a layered name (`"tcp;ofi_rxm"` → `"tcp"`), lower-cased.

@@ -503,3 +503,30 @@ fn lnx_probed_wrong_is_refused_when_it_cannot_take_host_matching() {
     assert!(s.chosen.is_none());
     assert!(s.report().contains("host_matching never"), "{}", s.report());
 }
+
+/// sockets takes a sender missing from the AV for anyone, so its source rank travels in
+/// the tag: auto gives it ofi_tag_1, a forced ofi_tag_full passes it over with the reason;
+/// the other providers keep the full layout.
+#[test]
+fn sockets_carries_the_source_in_the_tag() {
+    let c = this_machine();
+    let sockets = NameFilter::from_params(Some("sockets"), None).unwrap();
+    let s = select(&c, &sockets, &req());
+    let ch = s.chosen.unwrap();
+    assert_eq!(c[ch.index].name, "sockets");
+    assert_eq!(ch.layout.kind(), LayoutKind::Tag1);
+    let full = Requirements {
+        tag_mode: TagMode::OfiTagFull,
+        ..req()
+    };
+    let s = select(&c, &sockets, &full);
+    assert!(s.chosen.is_none());
+    assert!(
+        s.report().contains("not yet in the address vector"),
+        "{}",
+        s.report()
+    );
+    for p in c.iter().filter(|p| p.name != "sockets") {
+        assert!(!p.unknown_sender_matches_any(), "{}", p.name);
+    }
+}

@@ -14,6 +14,7 @@ pub enum TagError {
     FullModeUnsupported {
         provider_cq_data_size: usize,
         provider_directed_recv: bool,
+        unknown_sender_matches_any: bool,
     },
     /// The provider reserves so many high tag bits that fewer than [`super::MIN_CID_BITS`]
     /// remain for the communicator id.
@@ -52,8 +53,20 @@ impl fmt::Display for TagError {
                 "unknown tag mode {s:?} (expected auto, ofi_tag_1, ofi_tag_2 or ofi_tag_full)"
             ),
             TagError::FullModeUnsupported {
+                unknown_sender_matches_any: true,
+                ..
+            } => write!(
+                f,
+                "tag mode ofi_tag_full matches a message's source by its address, and this \
+                 provider takes a message from a sender not yet in the address vector as \
+                 coming from anyone (libfabric's sockets provider): a spawned or connected \
+                 job's messages could reach receives meant for another rank (use tag mode \
+                 auto, ofi_tag_1 or ofi_tag_2)"
+            ),
+            TagError::FullModeUnsupported {
                 provider_cq_data_size,
                 provider_directed_recv,
+                ..
             } => write!(
                 f,
                 "tag mode ofi_tag_full needs remote CQ data of at least {} bytes and \

@@ -74,6 +74,12 @@ pub struct TagCaps {
     pub cq_data_size: usize,
     /// `caps & FI_DIRECTED_RECV`.
     pub directed_recv: bool,
+    /// The provider takes a message from a sender that is not (yet) in the receiver's
+    /// address vector as coming from anyone: it matches a receive directed at any other
+    /// address. Then matching by address is no matching at all where a sender can be
+    /// quicker than the receiver's `fi_av_insert` (a spawned or connected job), and the
+    /// source must travel in the tag.
+    pub unknown_sender_matches_any: bool,
     /// `ep_attr->mem_tag_format`: leading zero bits are reserved by the provider.
     pub mem_tag_format: u64,
 }
@@ -82,7 +88,9 @@ impl TagCaps {
     /// Whether the full layout is possible: rank in CQ data and source matched by address.
     #[must_use]
     pub const fn supports_full(&self) -> bool {
-        self.cq_data_size >= MIN_CQ_DATA_SIZE && self.directed_recv
+        self.cq_data_size >= MIN_CQ_DATA_SIZE
+            && self.directed_recv
+            && !self.unknown_sender_matches_any
     }
 }
 
@@ -111,6 +119,7 @@ impl TagLayout {
                 return Err(TagError::FullModeUnsupported {
                     provider_cq_data_size: caps.cq_data_size,
                     provider_directed_recv: caps.directed_recv,
+                    unknown_sender_matches_any: caps.unknown_sender_matches_any,
                 });
             }
         };

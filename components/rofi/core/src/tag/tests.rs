@@ -306,6 +306,7 @@ fn resolve_follows_the_provider() {
     let caps = |cq, dr| TagCaps {
         cq_data_size: cq,
         directed_recv: dr,
+        unknown_sender_matches_any: false,
         mem_tag_format: FMT_AAAA,
     };
     let kind = |mode, c: TagCaps| TagLayout::resolve(mode, &c).map(|l| l.kind());
@@ -324,6 +325,29 @@ fn resolve_follows_the_provider() {
         assert!(matches!(e, TagError::FullModeUnsupported { .. }));
         assert!(e.to_string().contains("FI_DIRECTED_RECV"));
     }
+}
+
+/// A provider that takes an unknown sender for anyone (libfabric's sockets) cannot match
+/// the source by address: auto falls back to the source in the tag, a forced full
+/// layout is refused with that reason.
+#[test]
+fn an_unknown_sender_matching_any_receive_rules_out_the_full_layout() {
+    let caps = TagCaps {
+        cq_data_size: 8,
+        directed_recv: true,
+        unknown_sender_matches_any: true,
+        mem_tag_format: FMT_AAAA,
+    };
+    assert!(!caps.supports_full());
+    let kind = |mode| TagLayout::resolve(mode, &caps).map(|l| l.kind());
+    assert_eq!(kind(TagMode::Auto), Ok(LayoutKind::Tag1));
+    assert_eq!(kind(TagMode::OfiTag2), Ok(LayoutKind::Tag2));
+    let e = TagLayout::resolve(TagMode::OfiTagFull, &caps).unwrap_err();
+    assert!(
+        e.to_string().contains("not yet in the address vector")
+            && e.to_string().contains("sockets"),
+        "{e}"
+    );
 }
 
 #[test]
