@@ -57,7 +57,8 @@ fn cuda_word(with: bool) -> &'static str {
     if with { "with" } else { "without" }
 }
 
-/// Checks the running Open MPI against the one we were built for; on mismatch
+/// Checks the running Open MPI against the one we were built for (its release, CUDA
+/// support, and the sizes of the structures ours reads: [`crate::layout`]); on mismatch
 /// prints why (always shown) and declines.
 pub fn check_runtime(component_name: &str) -> Result<()> {
     // SAFETY: opal_version_string is a NUL-terminated constant exported by libopen-pal;
@@ -70,7 +71,7 @@ pub fn check_runtime(component_name: &str) -> Result<()> {
             sys::opal_built_with_cuda_support,
         )
     };
-    match runtime_mismatch(&version, cuda) {
+    match runtime_mismatch(&version, cuda).or_else(crate::layout::runtime_mismatch) {
         None => Ok(()),
         Some(reason) => {
             crate::help::show_help(

@@ -24,6 +24,7 @@ pub mod gpu;
 pub mod guard;
 pub mod help;
 pub mod hwloc;
+pub mod layout;
 pub mod mtl;
 pub mod object;
 pub mod output;
