@@ -65,11 +65,25 @@ fn main() {
     if install.version.0 >= 5 {
         println!("cargo:rustc-cfg=ompi5");
     }
-    // cm's private headers come last: bindgen reads them, and static_fns.c includes
-    // the header bindgen read.
-    let cm_dir = cm_headers(&install, &include_dirs, &manifest);
-    if !include_dirs.contains(&cm_dir) {
-        include_dirs.push(cm_dir);
+    let config_h = install.devel_include_dir.join("opal_config.h");
+    let config = std::fs::read_to_string(&config_h).unwrap_or_else(|e| {
+        eprintln!("error: cannot read {}: {e}", config_h.display());
+        std::process::exit(1);
+    });
+    if ompi_build::missing::uses_external_pmix(&config) {
+        match ompi_build::missing::pmix_include_dirs() {
+            Ok(dirs) => include_dirs.extend(dirs),
+            Err(why) => {
+                eprintln!("error: Open MPI {}: {why}", install.version_string());
+                std::process::exit(1);
+            }
+        }
+    }
+    // Headers the installation lacks come last (taken from its release's source):
+    // bindgen reads them, and static_fns.c includes the header bindgen read.
+    let private_dir = private_headers(&install, &include_dirs, &config, &manifest);
+    if !include_dirs.contains(&private_dir) {
+        include_dirs.push(private_dir);
     }
     generate_bindings(&include_dirs, &shim_dir, &out);
     compile_shims(&include_dirs, &shim_dir, &out);
@@ -100,31 +114,73 @@ fn main() {
     );
 }
 
-/// The cm PML's private headers, whose request layout rofi reads (persistent buffered
-/// sends, `mca_pml_cm_hvy_send_request_t`): not installed by Open MPI, so taken from
-/// the source tree of a build-tree build, or else from that release's source by
-/// configure-support/ompi-cm-headers (cached; downloads Debian's source package once).
-/// Returns the directory that holds `ompi/mca/pml/cm/`.
-fn cm_headers(
+/// The headers the build needs that the installation lacks: the cm PML's private
+/// headers, whose request layout rofi reads (persistent buffered sends,
+/// `mca_pml_cm_hvy_send_request_t`), never installed by Open MPI, and whichever headers
+/// `opal_config.h` names that the package left out. Taken from the source tree of a
+/// build-tree build, or else from that release's source by
+/// configure-support/ompi-private-headers (cached; downloads Debian's source package
+/// once). Returns the directory that holds them.
+fn private_headers(
     install: &ompi_build::OmpiInstall,
     include_dirs: &[PathBuf],
+    config: &str,
     manifest: &Path,
 ) -> PathBuf {
-    const HEADER: &str = "ompi/mca/pml/cm/pml_cm_sendreq.h";
-    if let Some(dir) = include_dirs.iter().find(|d| d.join(HEADER).is_file()) {
+    const CM_HEADER: &str = "ompi/mca/pml/cm/pml_cm_sendreq.h";
+    let found = |header: &str| include_dirs.iter().find(|d| d.join(header).is_file());
+    let lacking: Vec<String> = ompi_build::missing::headers_named_by_config(config)
+        .into_iter()
+        .filter(|h| found(h).is_none())
+        .collect();
+    if lacking.is_empty()
+        && let Some(dir) = found(CM_HEADER)
+    {
         return dir.clone();
     }
-    let script = manifest.join("../../configure-support/ompi-cm-headers");
+    let script = manifest.join("../../configure-support/ompi-private-headers");
     println!("cargo:rerun-if-changed={}", script.display());
-    let version = install.version_string();
-    let printed = Command::new(&script).arg(&version).output();
-    let dir = match &printed {
+    // The headers taken include others the installation may lack too: ask again for
+    // those until nothing is missing (a few rounds at most).
+    let mut lacking = lacking;
+    for _ in 0..8 {
+        let dir = run_private_headers(&script, &install.version_string(), &lacking);
+        let mut everywhere = include_dirs.to_vec();
+        everywhere.push(dir.clone());
+        let more: Vec<String> = lacking
+            .iter()
+            .map(String::as_str)
+            .chain(std::iter::once(CM_HEADER))
+            .flat_map(|h| ompi_build::missing::project_includes(&dir.join(h)))
+            .filter(|h| !everywhere.iter().any(|d| d.join(h).is_file()))
+            .filter(|h| !lacking.contains(h))
+            .collect();
+        if more.is_empty() {
+            for header in std::iter::once(CM_HEADER).chain(lacking.iter().map(String::as_str)) {
+                println!("cargo:rerun-if-changed={}", dir.join(header).display());
+            }
+            return dir;
+        }
+        lacking.extend(more);
+        lacking.sort();
+        lacking.dedup();
+    }
+    eprintln!("error: the headers Open MPI lacks keep naming more missing headers: {lacking:?}");
+    std::process::exit(1);
+}
+
+/// configure-support/ompi-private-headers VERSION LACKING...: the directory it prints.
+fn run_private_headers(script: &Path, version: &str, lacking: &[String]) -> PathBuf {
+    let printed = Command::new(script).arg(version).args(lacking).output();
+    match &printed {
         Ok(o) if o.status.success() => PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()),
         _ => {
             eprintln!(
-                "error: {} {version} could not provide the cm PML headers of Open MPI \
-                 {version}: {}",
+                "error: {} {version} could not provide the headers Open MPI {version} does \
+                 not install (cm's request layout{}{}): {}",
                 script.display(),
+                if lacking.is_empty() { "" } else { ", " },
+                lacking.join(", "),
                 printed.as_ref().map_or_else(
                     |e| e.to_string(),
                     |o| String::from_utf8_lossy(&o.stderr).into_owned()
@@ -132,9 +188,7 @@ fn cm_headers(
             );
             std::process::exit(1);
         }
-    };
-    println!("cargo:rerun-if-changed={}", dir.join(HEADER).display());
-    dir
+    }
 }
 
 fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {

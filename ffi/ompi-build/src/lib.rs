@@ -16,6 +16,8 @@
 //! `opal_config.h`. Nothing is linked in that mode: the component becomes part of
 //! the libraries being built, and their `Makefile.am` links it.
 
+pub mod missing;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
