@@ -134,17 +134,19 @@ pub fn mismatch(built: &[ClassSize], running: impl Fn(&ClassSize) -> Running) ->
     ))
 }
 
-/// The running library's answer for `class`, from its exported descriptor.
-fn running_size(class: &ClassSize) -> Running {
-    // A library whose symbols dlsym cannot see (linked into a static executable, where
-    // ours is compiled in and shares its headers by construction) is not compared.
-    let sentinel = match class.library {
+/// Whether `library`'s symbols are there to look up. A library dlsym cannot see (linked
+/// into a static executable, where ours is compiled in and shares its headers by
+/// construction) is not compared.
+fn loaded(library: Library) -> bool {
+    lookup(match library {
         Library::Opal => "opal_object_t_class",
         Library::Ompi => "ompi_mpi_comm_world",
-    };
-    if lookup(sentinel).is_none() {
-        return Running::LibraryAbsent;
-    }
+    })
+    .is_some()
+}
+
+/// The running library's answer for `class`, from its exported descriptor.
+fn running_size(class: &ClassSize) -> Running {
     let Some(descriptor) = lookup(&format!("{}_class", class.type_name)) else {
         return Running::Missing;
     };
@@ -166,7 +168,19 @@ fn lookup(symbol: &str) -> Option<*const libc::c_void> {
 /// Why this process's Open MPI lays out the structures ours reads differently, if it does.
 #[must_use]
 pub fn runtime_mismatch() -> Option<String> {
-    mismatch(&built_classes(), running_size)
+    // Each library is looked for once, not once per class.
+    let (opal, ompi) = (loaded(Library::Opal), loaded(Library::Ompi));
+    mismatch(&built_classes(), |class| {
+        let present = match class.library {
+            Library::Opal => opal,
+            Library::Ompi => ompi,
+        };
+        if present {
+            running_size(class)
+        } else {
+            Running::LibraryAbsent
+        }
+    })
 }
 
 #[cfg(test)]
@@ -245,6 +259,7 @@ mod tests {
     /// running descriptors agree with bindgen.
     #[test]
     fn the_installation_we_were_built_against_agrees() {
+        assert!(loaded(Library::Opal));
         for c in built_classes()
             .iter()
             .filter(|c| c.library == Library::Opal)
