@@ -129,7 +129,7 @@ fn private_headers(
 ) -> PathBuf {
     const CM_HEADER: &str = "ompi/mca/pml/cm/pml_cm_sendreq.h";
     let found = |header: &str| include_dirs.iter().find(|d| d.join(header).is_file());
-    let lacking: Vec<String> = ompi_build::missing::headers_named_by_config(config)
+    let mut lacking: Vec<String> = ompi_build::missing::headers_named_by_config(config)
         .into_iter()
         .filter(|h| found(h).is_none())
         .collect();
@@ -142,7 +142,6 @@ fn private_headers(
     println!("cargo:rerun-if-changed={}", script.display());
     // The headers taken include others the installation may lack too: ask again for
     // those until nothing is missing (a few rounds at most).
-    let mut lacking = lacking;
     for _ in 0..8 {
         let dir = run_private_headers(&script, &install.version_string(), &lacking);
         let mut everywhere = include_dirs.to_vec();
