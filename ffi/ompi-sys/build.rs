@@ -49,7 +49,7 @@ fn main() {
         "cargo:rerun-if-changed={}",
         umbrella_dir.join("ompi.h").display()
     );
-    for file in ["shim.h", "shim.c", "versions.c"] {
+    for file in ["shim.h", "shim.c", "versions.c", "bindings.h"] {
         println!("cargo:rerun-if-changed={}", shim_dir.join(file).display());
     }
 
@@ -191,18 +191,8 @@ fn run_private_headers(script: &Path, version: &str, lacking: &[String]) -> Path
 }
 
 fn generate_bindings(include_dirs: &[PathBuf], shim_dir: &Path, out: &Path) {
-    // shim.h, then cm's request headers (bindings only: the shim's C never sees them).
-    let umbrella = out.join("bindgen.h");
-    std::fs::write(
-        &umbrella,
-        format!(
-            "#include \"{}\"\n#include \"ompi/mca/pml/cm/pml_cm_sendreq.h\"\n",
-            shim_dir.join("shim.h").display()
-        ),
-    )
-    .expect("write bindgen.h");
     let mut builder = bindgen::Builder::default()
-        .header(umbrella.display().to_string())
+        .header(shim_dir.join("bindings.h").display().to_string())
         .clang_args(include_dirs.iter().map(|d| format!("-I{}", d.display())))
         // Open MPI 5 types opal_short_float_t as gcc's _Float16, which libclang before 15
         // rejects on x86-64; a 2-byte integer has its size and alignment.
