@@ -2,7 +2,10 @@
 #
 #   make               build release components into build/mca/ (mca_<fw>_<name>.so + help files)
 #   make install       copy them into Open MPI's component directory (or MCA_DIR=...)
-#   make check         install build dependencies if missing, then run every test
+#   make deb           a .deb of them for the Debian-packaged Open MPI they are built for
+#   make check         install build dependencies if missing, then the tests of Open MPI
+#                      4.1.4 (Debian's) in the matrix `.ci/run` runs (README, "What runs where")
+#   make check-all     the whole matrix: every series and build, every rank count
 #   make demo          set up and build if needed, then each of ours beside its stock
 #                      counterpart: 2-rank latency and bandwidth, one short table (< 1 min)
 #   make bench         the full benchmark: every configuration, interleaved rounds,
@@ -44,7 +47,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components cuda-standin cuda-standin-dir install check test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle
+.PHONY: all components cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle
 
 all: components
 
@@ -89,6 +92,12 @@ cuda-standin-dir:
 install: components
 	@configure-support/install-components $(MCA_BUILD) "$(MCA_DIR)"
 
+# A Debian package of ours for the Debian-packaged Open MPI they are built against
+# (configure-support/make-deb; DEBFULLNAME and DEBEMAIL name the maintainer, else git's
+# identity), into build/deb/.
+deb: components
+	@configure-support/make-deb $(MCA_BUILD) $(BUILD)/deb
+
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
@@ -99,6 +108,14 @@ test: components
 	tools/residue/no-residue $(CARGO) test --workspace --release -- --test-threads=2
 
 check: setup lint test
+
+# The whole test matrix (README, "What runs where"): the rank counts and configurations
+# that `make check` and `.ci/run` leave to it (RMCA_MATRIX=full), on every series and
+# build the project has, the static builds included. What to run before resolving an
+# issue that touches a series: about 1 h 30 min here with warm caches, and the first
+# time another hour for the static 4.1.4 build.
+check-all:
+	RMCA_MATRIX=full $(MAKE) --no-print-directory check check-ompi5 check-cuda check-libfabric2 check-static
 
 bench-tool:
 	$(CARGO) build --release -p rmca-bench
@@ -184,7 +201,7 @@ components-libfabric2-ompi5:
 	$(call place_components,$(LIBFABRIC2_COMPONENTS),target/libfabric2-ompi5/release,$(BUILD)/libfabric2-ompi5/mca,$(filter-out %rfixture.txt,$(HELP_FILES)))
 
 # tests/libfabric2.rs on Open MPI 4.1.4 and 5.0; LIBFABRIC2_TESTS narrows it (cargo
-# test filters: `.ci/run` runs the 5.0 jobs and the shm findings).
+# test filters).
 check-libfabric2: components components-libfabric2 components-libfabric2-ompi5
 	RMCA_LIBFABRIC2_PREFIX=$$(configure-support/libfabric2 --print-prefix) RMCA_REQUIRE_LIBFABRIC2=1 \
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \

@@ -48,15 +48,39 @@ pub fn run_program(config: &McaConfig, name: &str, ranks: &[u32]) {
     }
 }
 
+/// The rank counts a suite runs at: `ranks` always, `full_matrix_ranks` only in the
+/// full matrix (`make check-all`, [`crate::full_matrix`]).
+pub fn ranks_to_run(ranks: &[u32], full_matrix_ranks: &[u32]) -> Vec<u32> {
+    let mut all = ranks.to_vec();
+    if full_matrix_ranks.is_empty()
+        || crate::runs_in_this_matrix(&format!("the runs at {full_matrix_ranks:?} ranks"))
+    {
+        all.extend_from_slice(full_matrix_ranks);
+    }
+    all
+}
+
 /// One `#[test]` per conformance program under a configuration, in a module named
 /// `$module`. `skip` lists programs that show a known defect of the configuration
-/// (each such defect has its own test asserting it); `ranks` defaults to `[2, 4]`.
+/// (each such defect has its own test asserting it); `ranks` defaults to `[2, 4]`;
+/// `full_matrix_ranks` are run too by `make check-all` (README, "What runs where").
 #[macro_export]
 macro_rules! conformance_suite {
     ($module:ident, $config:expr, skip: [$($known:literal),* $(,)?]) => {
         $crate::conformance_suite!($module, $config, ranks: [2, 4], skip: [$($known),*]);
     };
     ($module:ident, $config:expr, ranks: [$($n:literal),+], skip: [$($known:literal),* $(,)?]) => {
+        $crate::conformance_suite!(
+            $module, $config, ranks: [$($n),+], full_matrix_ranks: [], skip: [$($known),*]
+        );
+    };
+    (
+        $module:ident,
+        $config:expr,
+        ranks: [$($n:literal),+],
+        full_matrix_ranks: [$($full:literal),*],
+        skip: [$($known:literal),* $(,)?]
+    ) => {
         mod $module {
             #[allow(unused_imports)]
             use super::*;
@@ -72,7 +96,8 @@ macro_rules! conformance_suite {
                     // Recorded as a known defect by its own test.
                     return;
                 }
-                $crate::conformance::run_program(&config(), name, &[$($n),+]);
+                let ranks = $crate::conformance::ranks_to_run(&[$($n),+], &[$($full),*]);
+                $crate::conformance::run_program(&config(), name, &ranks);
             }
             #[test]
             fn p2p_sizes() { run("p2p_sizes") }

@@ -11,7 +11,7 @@
 //! `mpirun`, test programs compiled by its own `mpicc`, and only the components
 //! that installation has (no `build/mca`).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -223,6 +223,25 @@ impl McaConfig {
             McaConfig::stock_ofi_tcp(),
         ]
     }
+}
+
+/// Whether the whole test matrix is asked for (`RMCA_MATRIX=full`, set by
+/// `make check-all`): `make check` and `.ci/run` run the subset the README's "What runs
+/// where" names, in which every component, provider, tag layout and rank count still
+/// meets every series at least once.
+pub fn full_matrix() -> bool {
+    std::env::var("RMCA_MATRIX").is_ok_and(|v| v == "full")
+}
+
+/// For what the README's "What runs where" leaves to `make check-all`: whether it runs
+/// in this matrix. When not, prints `SKIPPED (make check-all runs it): <what>`, and the
+/// caller returns without running anything.
+pub fn runs_in_this_matrix(what: &str) -> bool {
+    let runs = full_matrix();
+    if !runs {
+        println!("SKIPPED (make check-all runs it): {what}");
+    }
+    runs
 }
 
 /// The repository root (where `build/mca` lives).
@@ -534,14 +553,70 @@ impl Job {
         if let Some(before) = shm_before.filter(|_| timed_out || !status.success()) {
             shm::remove_abandoned_vader_segments(&before, Duration::from_secs(2));
         }
+        let elapsed = started.elapsed();
+        record_job_time(
+            elapsed,
+            self.ranks,
+            &self.config.name,
+            &self
+                .program
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy(),
+            timed_out,
+        );
         JobOutput {
             command: format!("{component_path_env}{}", line.join(" ")),
             code: status.code(),
             timed_out,
             stdout: stdout.join().unwrap_or_default(),
             stderr: stderr.join().unwrap_or_default(),
-            elapsed: started.elapsed(),
+            elapsed,
         }
+    }
+}
+
+/// With `RMCA_JOB_TIMES=FILE`, one line per job appended to FILE: seconds, the test
+/// binary, the test (its thread's name), ranks, configuration and program,
+/// tab-separated. This is how `.ci/run` splits its time per test file and per test
+/// (docs/ci.md).
+pub(crate) fn record_job_time(
+    elapsed: Duration,
+    ranks: u32,
+    config: &str,
+    program: &str,
+    timed_out: bool,
+) {
+    let Some(file) = std::env::var_os("RMCA_JOB_TIMES") else {
+        return;
+    };
+    let thread = std::thread::current();
+    // cargo names a test binary `<file>-<16 hex digits>`.
+    let exe = std::env::current_exe().unwrap_or_default();
+    let binary = exe.file_name().unwrap_or_default().to_string_lossy();
+    let binary = match binary.rsplit_once('-') {
+        Some((file, hash)) if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
+            file
+        }
+        _ => &*binary,
+    };
+    let line = format!(
+        "{:.2}\t{binary}\t{}\t{ranks}\t{config}\t{program}{}\n",
+        elapsed.as_secs_f64(),
+        thread.name().unwrap_or("-"),
+        if timed_out { "\ttimed out" } else { "" }
+    );
+    // One write per line on an O_APPEND file: concurrent tests do not interleave.
+    let appended = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&file)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+    if let Err(e) = appended {
+        eprintln!(
+            "RMCA_JOB_TIMES: cannot append to {}: {e}",
+            file.to_string_lossy()
+        );
     }
 }
 

@@ -61,6 +61,13 @@ pub fn assert_passes(config: &McaConfig, ranks: u32, scope: Scope, skip: &[&str]
     };
     let started = Instant::now();
     let out = command.output().expect("run configure-support/mpi4py");
+    crate::record_job_time(
+        started.elapsed(),
+        ranks,
+        &config.name,
+        &format!("mpi4py {scope:?}"),
+        false,
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let counts = stdout.lines().rev().find_map(parse_counts);
     println!(

@@ -76,13 +76,27 @@ conformance_suite!(
     skip: ["ssend_mrecv", "p2p_cancel_trunc", "trunc_large", "p2p_status"]
 );
 
-// Ours: the same skip lists as on 4.1.4.
+// Ours: the same skip lists as on 4.1.4. Each component's default configuration at 2
+// and 4 ranks; rofi's other providers at 2, and at 4 in the full matrix (4.1.4 runs
+// them at 4 in every matrix: tests/rofi.rs).
 conformance_suite!(rusnic_ompi5, rusnic(), skip: ["trunc_large"]);
 conformance_suite!(rusnic_ofi_ompi5, rusnic_ofi(), ranks: [2], skip: ["trunc_large"]);
 conformance_suite!(rsmcuda_ompi5, rsmcuda(), skip: ["trunc_large"]);
 conformance_suite!(rofi_tcp_ompi5, rofi_on("tcp;ofi_rxm"), skip: []);
-conformance_suite!(rofi_shm_ompi5, rofi_on("shm"), skip: []);
-conformance_suite!(rofi_sockets_ompi5, rofi_on("sockets"), skip: []);
+conformance_suite!(
+    rofi_shm_ompi5,
+    rofi_on("shm"),
+    ranks: [2],
+    full_matrix_ranks: [4],
+    skip: []
+);
+conformance_suite!(
+    rofi_sockets_ompi5,
+    rofi_on("sockets"),
+    ranks: [2],
+    full_matrix_ranks: [4],
+    skip: []
+);
 // rxd through host matching (its tagged path is broken, see tests/rofi.rs), one job at
 // a time and without p2p_matching (hangs under CPU load), as on 4.1.
 conformance_suite!(

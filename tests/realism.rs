@@ -21,13 +21,23 @@ fn tcp_with_loss(percent: &str) -> McaConfig {
     ])
 }
 
+// Stock references: 2 ranks in every matrix, 4 in the full one (ours run 4 ranks
+// across the hosts and under loss in their own files).
 conformance_suite!(
     stock_tcp_two_hosts,
     McaConfig::stock_tcp().across_hosts(2),
+    ranks: [2],
+    full_matrix_ranks: [4],
     skip: ["trunc_large"]
 );
 
-conformance_suite!(stock_tcp_loss5, tcp_with_loss("5"), skip: ["trunc_large"]);
+conformance_suite!(
+    stock_tcp_loss5,
+    tcp_with_loss("5"),
+    ranks: [2],
+    full_matrix_ranks: [4],
+    skip: ["trunc_large"]
+);
 
 /// Runs one of the tooling self-tests (a script that exits 0 only if every check passed).
 fn selftest(script: &str) {

@@ -49,18 +49,29 @@ fn rofi_tag_mode(mode: &str) -> McaConfig {
 // Everything, 2 and 4 ranks; trunc_large passes too (the stock cm/ofi and ob1 do not).
 conformance_suite!(rofi_tcp_auto, rofi(), skip: []);
 
-// The whole suite in each forced layout, 2 and 4 ranks (auto is ofi_tag_full here).
-conformance_suite!(rofi_tcp_ofi_tag_1, rofi_tag_mode("ofi_tag_1"), skip: []);
+// The whole suite in each forced layout (auto is ofi_tag_full here): ofi_tag_2 at 2
+// and 4 ranks, ofi_tag_1 at 2 (at 4 in the full matrix: `rofi_sockets` below runs that
+// layout at 4 ranks in every matrix).
+conformance_suite!(
+    rofi_tcp_ofi_tag_1,
+    rofi_tag_mode("ofi_tag_1"),
+    ranks: [2],
+    full_matrix_ranks: [4],
+    skip: []
+);
 conformance_suite!(rofi_tcp_ofi_tag_2, rofi_tag_mode("ofi_tag_2"), skip: []);
 
 // The deprecated sockets provider (the only one here with scalable endpoints), in auto
-// (ofi_tag_1 there: `sockets_is_refused_the_full_layout`) and in ofi_tag_2.
+// (ofi_tag_1 there: `sockets_is_refused_the_full_layout`) and in ofi_tag_2 (at 4 ranks
+// in the full matrix: tcp's ofi_tag_2 suite runs that layout at 4 in every matrix).
 conformance_suite!(rofi_sockets, rofi_on("sockets"), skip: []);
 conformance_suite!(
     rofi_sockets_ofi_tag_2,
     rofi_on("sockets")
         .with("mtl_rofi_tag_mode", "ofi_tag_2")
         .named("rofi-sockets-ofi_tag_2"),
+    ranks: [2],
+    full_matrix_ranks: [4],
     skip: []
 );
 
