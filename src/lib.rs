@@ -149,9 +149,10 @@ impl McaConfig {
         options
     }
 
-    /// The same configuration, its jobs run one at a time: for transports that break
-    /// when two jobs share the node (with libfabric 1.17's `udp;ofi_rxd`, rofi jobs
-    /// hang in about a third of concurrent pairs and never alone in 18 runs).
+    /// The same configuration, each of its jobs alone (no other job of the test binary
+    /// beside it): for transports that break when starved of CPU (with libfabric's
+    /// `udp;ofi_rxd`, rofi jobs hung in about a third of concurrent pairs and never alone
+    /// in 18 runs; `mprobe_threads` on 5.0.7 hung once beside another test's job).
     pub fn one_at_a_time(mut self) -> McaConfig {
         self.one_at_a_time = true;
         self
@@ -492,10 +493,20 @@ impl Job {
     /// Runs the job to completion or timeout and captures its output.
     pub fn run(&self) -> JobOutput {
         // Loss tables of concurrent tests would stack on the same ports (two 5 % drops
-        // are a 9.75 % drop): jobs with injected loss run one at a time, as do jobs of
-        // configurations marked one_at_a_time.
+        // are a 9.75 % drop): jobs with injected loss run one at a time. A job of a
+        // configuration marked one_at_a_time runs alone: no other job of this test
+        // binary runs beside it (every other job holds the lock shared).
         static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _serial = (self.config.loss.is_some() || self.config.one_at_a_time)
+        static ALONE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+        let (_alone, _shared) = if self.config.one_at_a_time {
+            (Some(ALONE.write().unwrap_or_else(|e| e.into_inner())), None)
+        } else {
+            (None, Some(ALONE.read().unwrap_or_else(|e| e.into_inner())))
+        };
+        let _serial = self
+            .config
+            .loss
+            .is_some()
             .then(|| SERIAL.lock().unwrap_or_else(|e| e.into_inner()));
         let line = self.command_line();
         let shm_before = (!self.keep_residue).then(shm::entries);
