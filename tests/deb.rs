@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mca_harness::repo_root;
+use mca_harness::{component_build_dir, repo_root, system_component_dir};
 
 fn run(program: &str, args: &[&str]) -> String {
     let out = Command::new(program)
@@ -31,7 +31,7 @@ fn package() -> PathBuf {
         let out_dir = repo_root().join("target/deb-test");
         let _ = std::fs::remove_dir_all(&out_dir);
         let out = Command::new(repo_root().join("configure-support/make-deb"))
-            .arg(repo_root().join("build/mca"))
+            .arg(component_build_dir())
             .arg(&out_dir)
             .env("DEBFULLNAME", "rmca tests")
             .env("DEBEMAIL", "rmca-tests@example.org")
@@ -97,8 +97,7 @@ fn depends_on_exactly_the_open_mpi_it_was_built_against() {
 fn holds_the_three_components_and_their_help_files_and_no_fixture() {
     let deb = package();
     let listing = run("dpkg-deb", &["-c", &deb.display().to_string()]);
-    let pkglibdir = run("ompi_info", &["--path", "pkglibdir", "--parsable"]);
-    let pkglibdir = pkglibdir.trim().trim_start_matches("path:pkglibdir:");
+    let pkglibdir = system_component_dir();
     let pkgdatadir = run("ompi_info", &["--path", "pkgdatadir", "--parsable"]);
     let pkgdatadir = pkgdatadir.trim().trim_start_matches("path:pkgdatadir:");
     let files: Vec<&str> = listing
@@ -160,7 +159,8 @@ fn lintian_finds_nothing_unexplained() {
 #[test]
 fn installs_runs_and_purges_without_a_trace() {
     let deb = package();
-    let programs = Path::new(env!("RMCA_PROGRAMS_DIR"));
+    let p2p_sizes = mca_harness::program("p2p_sizes");
+    let programs = p2p_sizes.parent().expect("the programs' directory");
     let out = Command::new(repo_root().join("tests/deb/install-remove"))
         .arg(&deb)
         .arg(programs)
