@@ -28,7 +28,9 @@ static inline void *ptr(CUdeviceptr d) { return (void *)(uintptr_t)d; }
 
 /* cuInit and the primary context of device `wanted` (or, when negative, of the local
  * rank modulo the device count) made current: before MPI_Init, as CUDA-aware MPI
- * programs do it. Returns the device; its ordinal and the count in *ordinal, *count. */
+ * programs do it. Returns the device; its ordinal and the count in *ordinal, *count.
+ * RMCA_CU_SCHED=spin|yield|blocking sets the context's scheduling flags first (how a
+ * thread waits for the GPU in a synchronous call; the driver's default is auto). */
 static inline CUdevice cu_open_device(const char *prog, int wanted, int *ordinal, int *count)
 {
     CUdevice dev;
@@ -43,6 +45,19 @@ static inline CUdevice cu_open_device(const char *prog, int wanted, int *ordinal
     }
     *ordinal = wanted >= 0 ? wanted : (local ? atoi(local) : 0) % *count;
     cu_check(cuDeviceGet(&dev, *ordinal), "cuDeviceGet");
+    const char *sched = getenv("RMCA_CU_SCHED");
+    if (sched && *sched && strcmp(sched, "auto") != 0) {
+        unsigned int flags = strcmp(sched, "spin") == 0       ? CU_CTX_SCHED_SPIN
+                             : strcmp(sched, "yield") == 0    ? CU_CTX_SCHED_YIELD
+                             : strcmp(sched, "blocking") == 0 ? CU_CTX_SCHED_BLOCKING_SYNC
+                                                              : ~0u;
+        if (flags == ~0u) {
+            fprintf(stderr, "%s: RMCA_CU_SCHED=%s: not one of auto, spin, yield, blocking\n",
+                    prog, sched);
+            exit(2);
+        }
+        cu_check(cuDevicePrimaryCtxSetFlags(dev, flags), "cuDevicePrimaryCtxSetFlags");
+    }
     cu_check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
     cu_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
     return dev;

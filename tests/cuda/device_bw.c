@@ -14,7 +14,8 @@
  *         window of W MPI_Isend of S bytes from rank 0 (MPI_Irecv on rank 1, all
  *         into the same buffers), MPI_Waitall, then a 1-byte ack from rank 1;
  *         ITERS windows per repetition, median of REPS after one warm-up
- *   lat   ranks 0 and 1: 8-byte ping-pong on device buffers, half the round trip
+ *   lat   ranks 0 and 1: ping-pong on device buffers, half the round trip, for each
+ *         size of --lat-sizes (default 8 bytes), as osu_latency D D does it
  *
  * Every figure is reported only after its bytes were checked: the source buffers
  * hold check.h's pattern, the destination is cleared (cuMemsetD8) before the last
@@ -29,15 +30,15 @@
  *   device_bw dtod_rank<r> <size> <MB/s>          (every other rank's)
  *   device_bw mpi <size> <MB/s>
  *   device_bw mpi_ratio_to_dtod <size> <ratio>    (mpi / rank 0's dtod)
- *   device_bw latency 8 <us>
+ *   device_bw latency <size> <us>                 (one line per --lat-sizes size)
  *   <passed> passed, <failed> failed              (check.h's last line)
  *
  * Flags: --sizes=LIST (comma separated, K/M/G suffixes, powers of 1024; default
  * 64K,128K,...,64M; --quick: 64K,1M,16M), --iters=N (copies / windows per
  * repetition for every size; default: about 256 MiB moved per repetition, 2..100;
  * --quick: 32 MiB), --reps=N (default 5, --quick 3), --window=N (default 16,
- * --quick 8), --parts=LIST (of dtod,mpi,lat; default all), --lat-iters=N (default
- * 2000, --quick 200), --device=N (default: local rank modulo the device count),
+ * --quick 8), --parts=LIST (of dtod,mpi,lat; default all), --lat-sizes=LIST (like
+ * --sizes; default 8), --lat-iters=N (default 2000, --quick 200; 1/10 of it from 1 MiB), --device=N (default: local rank modulo the device count),
  * and check.h's --quick, --verbose, --inject-corruption (one rank's first checked
  * buffer gets a flipped byte: that figure must come out "unverified").
  */
@@ -55,6 +56,8 @@
 
 static size_t sizes[MAX_SIZES];
 static int nsizes;
+static size_t lat_sizes[MAX_SIZES];
+static int nlat_sizes;
 static long iters_arg = -1;
 static int reps = -1;
 static int window = -1;
@@ -82,20 +85,22 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
-static int parse_sizes(const char *list)
+/* Fills out[] (MAX_SIZES long) from a comma-separated list; the count, 0 if it does not
+ * parse. */
+static int parse_sizes(const char *list, size_t *out)
 {
-    nsizes = 0;
+    int n = 0;
     for (const char *p = list; *p;) {
         size_t v = parse_size(p);
-        if (v == 0 || v > INT_MAX || nsizes == MAX_SIZES)
+        if (v == 0 || v > INT_MAX || n == MAX_SIZES)
             return 0;
-        sizes[nsizes++] = v;
+        out[n++] = v;
         const char *comma = strchr(p, ',');
         if (!comma)
             break;
         p = comma + 1;
     }
-    return nsizes > 0;
+    return n;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -271,14 +276,14 @@ static void part_mpi(unsigned char *staging, size_t max, const double *dtod0)
     free(req);
 }
 
-/* 8-byte ping-pong on device buffers between ranks 0 and 1. */
-static void part_lat(unsigned char *staging)
+/* Ping-pong of n bytes on device buffers between ranks 0 and 1. */
+static void part_lat(unsigned char *staging, size_t n)
 {
-    const size_t n = 8;
     int me = ck.rank;
     if (ck.size < 2)
         return;
-    long warmup = lat_iters / 10 + 1;
+    long iters = n >= (1 << 20) ? lat_iters / 10 + 1 : lat_iters;
+    long warmup = iters / 10 + 1;
     double dt = 0;
     int ok = 1;
     if (me <= 1) {
@@ -286,7 +291,7 @@ static void part_lat(unsigned char *staging)
         int peer = 1 - me;
         dev_fill(sbuf, staging, n, me, peer, TAG_PING, 0);
         double t0 = 0;
-        for (long i = -warmup; i < lat_iters; i++) {
+        for (long i = -warmup; i < iters; i++) {
             if (i == 0) {
                 /* The last receive is checked: cleared before the timed loop. */
                 cu_check(cuMemsetD8(rbuf, CK_GUARD_BYTE, n + CK_GUARD), "cuMemsetD8");
@@ -305,7 +310,7 @@ static void part_lat(unsigned char *staging)
             }
         }
         dt = MPI_Wtime() - t0;
-        ok = dev_verify("8 B ping-pong device", rbuf, staging, n, peer, me, TAG_PING, 0);
+        ok = dev_verify("ping-pong device", rbuf, staging, n, peer, me, TAG_PING, 0);
         cu_check(cuMemFree(sbuf), "cuMemFree");
         cu_check(cuMemFree(rbuf), "cuMemFree");
     } else {
@@ -313,7 +318,7 @@ static void part_lat(unsigned char *staging)
     }
     int all_ok = 0;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    report("latency", n, dt / (double)lat_iters / 2 * 1e6, all_ok, "%.3f");
+    report("latency", n, dt / (double)iters / 2 * 1e6, all_ok, "%.3f");
 }
 
 static void usage_exit(const char *arg)
@@ -325,11 +330,13 @@ static void usage_exit(const char *arg)
 
 int main(int argc, char **argv)
 {
-    const char *sizes_arg = NULL;
+    const char *sizes_arg = NULL, *lat_sizes_arg = "8";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--sizes=", 8) == 0)
             sizes_arg = a + 8;
+        else if (strncmp(a, "--lat-sizes=", 12) == 0)
+            lat_sizes_arg = a + 12;
         else if (strncmp(a, "--iters=", 8) == 0)
             iters_arg = atol(a + 8);
         else if (strncmp(a, "--reps=", 7) == 0)
@@ -360,8 +367,10 @@ int main(int argc, char **argv)
         lat_iters = ck.quick ? 200 : 2000;
     if (sizes_arg == NULL)
         sizes_arg = ck.quick ? "64K,1M,16M" : "64K,128K,256K,512K,1M,2M,4M,8M,16M,32M,64M";
-    if (!parse_sizes(sizes_arg))
+    if ((nsizes = parse_sizes(sizes_arg, sizes)) == 0)
         usage_exit(sizes_arg);
+    if ((nlat_sizes = parse_sizes(lat_sizes_arg, lat_sizes)) == 0)
+        usage_exit(lat_sizes_arg);
 
     int devices = 0, ordinal = 0;
     CUdevice dev = cu_open_device("device_bw", device_arg, &ordinal, &devices);
@@ -383,6 +392,8 @@ int main(int argc, char **argv)
     size_t max = 0;
     for (int s = 0; s < nsizes; s++)
         max = sizes[s] > max ? sizes[s] : max;
+    for (int s = 0; s < nlat_sizes; s++)
+        max = lat_sizes[s] > max ? lat_sizes[s] : max;
     unsigned char *staging = ck_alloc(max);
     double dtod0[MAX_SIZES] = {0};
     if (want("dtod"))
@@ -390,7 +401,8 @@ int main(int argc, char **argv)
     if (want("mpi"))
         part_mpi(staging, max, dtod0);
     if (want("lat"))
-        part_lat(staging);
+        for (int s = 0; s < nlat_sizes; s++)
+            part_lat(staging, lat_sizes[s]);
     free(staging);
     MPI_Barrier(MPI_COMM_WORLD);
     int rc = ck_finish();

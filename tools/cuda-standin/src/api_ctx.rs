@@ -294,6 +294,42 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
     })
 }
 
+/// The scheduling flags (CU_CTX_SCHED_*, CU_CTX_MAP_HOST, CU_CTX_LMEM_RESIZE_TO_MAX,
+/// CU_CTX_COREDUMP_ENABLE and such: the low bits) the primary context will have; they
+/// change nothing in the stand-in beyond what cuDevicePrimaryCtxGetState reports.
+fn primary_set_flags(dev: c_int, flags: c_uint) -> CuResult {
+    const SCHED_MASK: c_uint = 0x07;
+    const KNOWN: c_uint = 0x07 | 0x08 | 0x10 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200;
+    if flags & !KNOWN != 0 || matches!(flags & SCHED_MASK, 3 | 5 | 6 | 7) {
+        return INVALID_VALUE;
+    }
+    state::run(|s| {
+        device_ok(s, dev)?;
+        let h = s.primary[dev as usize];
+        let c = s.contexts.get_mut(&h).ok_or(INVALID_CONTEXT)?;
+        c.flags = flags;
+        Ok(())
+    })
+}
+
+/// # Safety
+/// None beyond the C API's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDevicePrimaryCtxSetFlags(dev: c_int, flags: c_uint) -> c_int {
+    entry("cuDevicePrimaryCtxSetFlags", || {
+        primary_set_flags(dev, flags)
+    })
+}
+
+/// # Safety
+/// None beyond the C API's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDevicePrimaryCtxSetFlags_v2(dev: c_int, flags: c_uint) -> c_int {
+    entry("cuDevicePrimaryCtxSetFlags", || {
+        primary_set_flags(dev, flags)
+    })
+}
+
 unsafe fn ctx_create(pctx: *mut Handle, flags: c_uint, dev: c_int) -> c_int {
     state::run(|s| {
         device_ok(s, dev)?;

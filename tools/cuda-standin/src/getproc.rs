@@ -30,6 +30,7 @@ procs! {
     cuDeviceGet, cuDeviceGetAttribute, cuDeviceGetCount, cuDeviceGetName,
     cuDeviceGetPCIBusId, cuDeviceGetUuid, cuDeviceGetUuid_v2, cuDevicePrimaryCtxGetState,
     cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRetain,
+    cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2,
     cuDeviceTotalMem, cuDeviceTotalMem_v2, cuDriverGetVersion, cuEventCreate,
     cuEventDestroy, cuEventDestroy_v2, cuEventElapsedTime, cuEventQuery, cuEventRecord,
     cuEventRecordWithFlags, cuEventSynchronize, cuGetErrorName, cuGetErrorString,

@@ -52,7 +52,6 @@ unsupported! {
     cuDeviceGetLuid, cuDeviceGetMemPool, cuDeviceGetNvSciSyncAttributes,
     cuDeviceGetP2PAttribute, cuDeviceGetProperties, cuDeviceGetTexture1DLinearMaxWidth,
     cuDeviceGraphMemTrim, cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2,
-    cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2,
     cuDeviceRegisterAsyncNotification, cuDeviceSetGraphMemAttribute, cuDeviceSetMemPool,
     cuDeviceUnregisterAsyncNotification, cuEventElapsedTime_v2,
     cuExternalMemoryGetMappedBuffer, cuExternalMemoryGetMappedMipmappedArray,

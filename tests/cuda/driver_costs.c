@@ -1,0 +1,431 @@
+/*
+ * driver_costs.c -- what each CUDA driver call a device-memory message can be built
+ * from costs on this machine, timed alone: the copies (synchronous, or asynchronous and
+ * then waited for in several ways, to and from pageable, page-locked and registered
+ * host memory), the questions about a pointer, the IPC handle calls, and a copy out of
+ * a peer's memory opened through CUDA IPC. The figures choose the protocol of a small
+ * device message (rsmcuda's README, "CUDA path"); they are not pass/fail.
+ *
+ * Rank 0 times everything that needs one process while rank 1 waits; then rank 0
+ * exports a device allocation and rank 1 times the IPC calls on it. 2 ranks or more
+ * (the others wait). Driver API only (cuda.h, -lcuda): runs on the test stand-in too,
+ * where the times mean nothing.
+ *
+ * Output (rank 0 and rank 1, microseconds of CLOCK_MONOTONIC per call or sequence):
+ *   driver_costs info iters <N> sched <RMCA_CU_SCHED or auto> device <name>
+ *   driver_costs <what> <bytes> median <us> p10 <us> p90 <us>
+ *   <passed> passed, <failed> failed        (check.h's; a copy's bytes are checked)
+ *
+ * Flags: --iters=N (default 1000, --quick 100), check.h's --quick, --verbose.
+ */
+#include <time.h>
+
+#include "check.h"
+#include "cuda_buffers.h"
+
+#define MAX_ITERS 100000
+#define COPY_MAX (64 * 1024)
+
+static long iters = -1;
+static double samples[MAX_ITERS];
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One timed sequence: what `body` does once, given its argument. */
+typedef void (*body_fn)(void *arg);
+
+/* Runs body iters times after iters/10 untimed, prints median and 10th/90th percentile. */
+static void timed(const char *what, size_t bytes, body_fn body, void *arg, long n)
+{
+    for (long i = 0; i < n / 10 + 1; i++)
+        body(arg);
+    for (long i = 0; i < n; i++) {
+        double t0 = now_us();
+        body(arg);
+        samples[i] = now_us() - t0;
+    }
+    qsort(samples, (size_t)n, sizeof *samples, cmp_double);
+    printf("driver_costs %s %zu median %.3f p10 %.3f p90 %.3f\n", what, bytes, samples[n / 2],
+           samples[n / 10], samples[n * 9 / 10]);
+    fflush(stdout);
+}
+
+/* What the copy sequences work on. */
+struct copy {
+    CUdeviceptr dev, dev2;
+    unsigned char *pageable, *pinned, *registered;
+    CUstream stream;
+    CUevent event;
+    size_t n;
+};
+
+static void spin_event(CUevent e)
+{
+    CUresult r;
+    while ((r = cuEventQuery(e)) == CUDA_ERROR_NOT_READY)
+        ;
+    cu_check(r, "cuEventQuery");
+}
+
+static void spin_stream(CUstream s)
+{
+    CUresult r;
+    while ((r = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
+        ;
+    cu_check(r, "cuStreamQuery");
+}
+
+static void dtoh_pageable(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoH(c->pageable, c->dev, c->n), "cuMemcpyDtoH");
+}
+static void dtoh_pinned(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoH(c->pinned, c->dev, c->n), "cuMemcpyDtoH");
+}
+static void dtoh_registered(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoH(c->registered, c->dev, c->n), "cuMemcpyDtoH");
+}
+static void htod_pageable(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyHtoD(c->dev2, c->pageable, c->n), "cuMemcpyHtoD");
+}
+static void htod_pinned(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyHtoD(c->dev2, c->pinned, c->n), "cuMemcpyHtoD");
+}
+/* Open MPI 4.1's convertor with mpi_common_cuda_cumemcpy_async=0. */
+static void unified_dtoh_pageable(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpy((CUdeviceptr)(uintptr_t)c->pageable, c->dev, c->n), "cuMemcpy");
+}
+/* Open MPI 4.1's convertor by default: cuMemcpyAsync, then cuStreamSynchronize. */
+static void unified_async_dtoh_pageable_sync(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyAsync((CUdeviceptr)(uintptr_t)c->pageable, c->dev, c->n, c->stream),
+             "cuMemcpyAsync");
+    cu_check(cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+}
+static void async_dtoh_pinned_sync(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoHAsync(c->pinned, c->dev, c->n, c->stream), "cuMemcpyDtoHAsync");
+    cu_check(cuStreamSynchronize(c->stream), "cuStreamSynchronize");
+}
+static void async_dtoh_pinned_spin_stream(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoHAsync(c->pinned, c->dev, c->n, c->stream), "cuMemcpyDtoHAsync");
+    spin_stream(c->stream);
+}
+static void async_dtoh_pinned_spin_event(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoHAsync(c->pinned, c->dev, c->n, c->stream), "cuMemcpyDtoHAsync");
+    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
+    spin_event(c->event);
+}
+static void async_dtoh_registered_spin_event(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoHAsync(c->registered, c->dev, c->n, c->stream), "cuMemcpyDtoHAsync");
+    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
+    spin_event(c->event);
+}
+static void async_htod_pinned_spin_event(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyHtoDAsync(c->dev2, c->pinned, c->n, c->stream), "cuMemcpyHtoDAsync");
+    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
+    spin_event(c->event);
+}
+static void async_htod_registered_spin_event(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyHtoDAsync(c->dev2, c->registered, c->n, c->stream), "cuMemcpyHtoDAsync");
+    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
+    spin_event(c->event);
+}
+static void dtod_sync(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoD(c->dev2, c->dev, c->n), "cuMemcpyDtoD");
+}
+static void async_dtod_spin_event(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoDAsync(c->dev2, c->dev, c->n, c->stream), "cuMemcpyDtoDAsync");
+    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
+    spin_event(c->event);
+}
+static void async_dtod_only(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuMemcpyDtoDAsync(c->dev2, c->dev, c->n, c->stream), "cuMemcpyDtoDAsync");
+}
+static void event_record_query(void *a)
+{
+    struct copy *c = a;
+    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
+    spin_event(c->event);
+}
+static void memtype_of_device(void *a)
+{
+    struct copy *c = a;
+    unsigned int type = 0;
+    cu_check(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, c->dev),
+             "cuPointerGetAttribute");
+}
+static void memtype_of_host(void *a)
+{
+    struct copy *c = a;
+    unsigned int type = 0;
+    /* Host memory the driver does not know: an error is the answer, not a failure. */
+    (void)cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                (CUdeviceptr)(uintptr_t)c->pageable);
+}
+static void four_attributes(void *a)
+{
+    struct copy *c = a;
+    CUpointer_attribute which[4] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_CONTEXT,
+                                    CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                    CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    unsigned int type = 0, managed = 0;
+    CUcontext ctx = NULL;
+    unsigned long long id = 0;
+    void *out[4] = {&type, &ctx, &id, &managed};
+    cu_check(cuPointerGetAttributes(4, which, out, c->dev), "cuPointerGetAttributes");
+}
+static void address_range(void *a)
+{
+    struct copy *c = a;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    cu_check(cuMemGetAddressRange(&base, &size, c->dev), "cuMemGetAddressRange");
+}
+static void ipc_get_handle(void *a)
+{
+    struct copy *c = a;
+    CUipcMemHandle h;
+    cu_check(cuIpcGetMemHandle(&h, c->dev), "cuIpcGetMemHandle");
+}
+static void sync_memops(void *a)
+{
+    struct copy *c = a;
+    int on = 1;
+    cu_check(cuPointerSetAttribute(&on, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, c->dev),
+             "cuPointerSetAttribute");
+}
+static void ctx_current(void *a)
+{
+    (void)a;
+    CUcontext ctx = NULL;
+    cu_check(cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+}
+
+/* The peer side of CUDA IPC: rank 1 on rank 0's exported allocation. */
+struct ipc {
+    CUipcMemHandle handle;
+    CUdeviceptr mapped, own;
+    CUstream stream;
+    CUevent event;
+    size_t n;
+};
+
+static void ipc_open_close(void *a)
+{
+    struct ipc *p = a;
+    CUdeviceptr d = 0;
+    cu_check(cuIpcOpenMemHandle(&d, p->handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+             "cuIpcOpenMemHandle");
+    cu_check(cuIpcCloseMemHandle(d), "cuIpcCloseMemHandle");
+}
+static void ipc_copy_spin_event(void *a)
+{
+    struct ipc *p = a;
+    cu_check(cuMemcpyDtoDAsync(p->own, p->mapped, p->n, p->stream), "cuMemcpyDtoDAsync");
+    cu_check(cuEventRecord(p->event, p->stream), "cuEventRecord");
+    spin_event(p->event);
+}
+
+static const size_t copy_sizes[] = {8, 4096, COPY_MAX};
+
+static void single_process(unsigned char *check)
+{
+    struct copy c = {0};
+    cu_check(cuMemAlloc(&c.dev, COPY_MAX), "cuMemAlloc");
+    cu_check(cuMemAlloc(&c.dev2, COPY_MAX), "cuMemAlloc");
+    c.pageable = ck_alloc(COPY_MAX);
+    cu_check(cuMemAllocHost((void **)&c.pinned, COPY_MAX), "cuMemAllocHost");
+    c.registered = ck_alloc(COPY_MAX);
+    cu_check(cuMemHostRegister(c.registered, COPY_MAX, 0), "cuMemHostRegister");
+    /* A blocking stream, ordered after the legacy stream as Open MPI's are. */
+    cu_check(cuStreamCreate(&c.stream, 0), "cuStreamCreate");
+    cu_check(cuEventCreate(&c.event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    dev_fill(c.dev, check, COPY_MAX, 0, 0, 1, 0);
+
+    static const struct {
+        const char *name;
+        body_fn body;
+    } copies[] = {
+        {"dtoh_sync_pageable", dtoh_pageable},
+        {"dtoh_sync_pinned", dtoh_pinned},
+        {"dtoh_sync_registered", dtoh_registered},
+        {"htod_sync_pageable", htod_pageable},
+        {"htod_sync_pinned", htod_pinned},
+        {"cuMemcpy_dtoh_pageable", unified_dtoh_pageable},
+        {"cuMemcpyAsync_dtoh_pageable+streamsync", unified_async_dtoh_pageable_sync},
+        {"dtoh_async_pinned+streamsync", async_dtoh_pinned_sync},
+        {"dtoh_async_pinned+spin_stream", async_dtoh_pinned_spin_stream},
+        {"dtoh_async_pinned+spin_event", async_dtoh_pinned_spin_event},
+        {"dtoh_async_registered+spin_event", async_dtoh_registered_spin_event},
+        {"htod_async_pinned+spin_event", async_htod_pinned_spin_event},
+        {"htod_async_registered+spin_event", async_htod_registered_spin_event},
+        {"dtod_sync", dtod_sync},
+        {"dtod_async+spin_event", async_dtod_spin_event},
+    };
+    for (size_t s = 0; s < sizeof copy_sizes / sizeof *copy_sizes; s++) {
+        c.n = copy_sizes[s];
+        for (size_t i = 0; i < sizeof copies / sizeof *copies; i++)
+            timed(copies[i].name, c.n, copies[i].body, &c, iters);
+        /* The copies moved rank 0's pattern: every destination must hold it. */
+        cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
+        ck_verify_g("dtoh pageable", c.pageable, c.n, 0, 0, 1, 0, 0);
+        ck_verify_g("dtoh pinned", c.pinned, c.n, 0, 0, 1, 0, 0);
+        ck_verify_g("dtoh registered", c.registered, c.n, 0, 0, 1, 0, 0);
+        unsigned char *back = ck_alloc(c.n);
+        cu_check(cuMemcpyDtoH(back, c.dev2, c.n), "cuMemcpyDtoH");
+        ck_verify_g("dtod / htod destination", back, c.n, 0, 0, 1, 0, 0);
+        free(back);
+    }
+    /* Only issuing an asynchronous copy (no wait): the CPU's share of one. */
+    c.n = 8;
+    timed("dtod_async_issue_only", 8, async_dtod_only, &c, iters);
+    cu_check(cuStreamSynchronize(c.stream), "cuStreamSynchronize");
+
+    static const struct {
+        const char *name;
+        body_fn body;
+    } questions[] = {
+        {"event_record+spin_idle_stream", event_record_query},
+        {"pointer_memtype_device", memtype_of_device},
+        {"pointer_memtype_host", memtype_of_host},
+        {"pointer_4_attributes", four_attributes},
+        {"mem_get_address_range", address_range},
+        {"ipc_get_mem_handle", ipc_get_handle},
+        {"pointer_set_sync_memops", sync_memops},
+        {"ctx_get_current", ctx_current},
+    };
+    for (size_t i = 0; i < sizeof questions / sizeof *questions; i++)
+        timed(questions[i].name, 0, questions[i].body, &c, iters);
+
+    cu_check(cuEventDestroy(c.event), "cuEventDestroy");
+    cu_check(cuStreamDestroy(c.stream), "cuStreamDestroy");
+    cu_check(cuMemHostUnregister(c.registered), "cuMemHostUnregister");
+    free(c.registered);
+    cu_check(cuMemFreeHost(c.pinned), "cuMemFreeHost");
+    free(c.pageable);
+    cu_check(cuMemFree(c.dev), "cuMemFree");
+    cu_check(cuMemFree(c.dev2), "cuMemFree");
+}
+
+/* Rank 0 exports an allocation holding its pattern; rank 1 opens it, copies from it. */
+static void two_processes(unsigned char *check)
+{
+    struct ipc p = {0};
+    CUdeviceptr exported = 0;
+    if (ck.rank == 0) {
+        cu_check(cuMemAlloc(&exported, COPY_MAX), "cuMemAlloc");
+        dev_fill(exported, check, COPY_MAX, 0, 1, 2, 0);
+        cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
+        cu_check(cuIpcGetMemHandle(&p.handle, exported), "cuIpcGetMemHandle");
+        MPI_Send(&p.handle, (int)sizeof p.handle, MPI_BYTE, 1, 7, MPI_COMM_WORLD);
+    } else if (ck.rank == 1) {
+        MPI_Recv(&p.handle, (int)sizeof p.handle, MPI_BYTE, 0, 7, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        long few = iters / 10 + 1;
+        timed("ipc_open+close", 0, ipc_open_close, &p, few);
+        cu_check(cuIpcOpenMemHandle(&p.mapped, p.handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                 "cuIpcOpenMemHandle");
+        cu_check(cuMemAlloc(&p.own, COPY_MAX), "cuMemAlloc");
+        cu_check(cuStreamCreate(&p.stream, 0), "cuStreamCreate");
+        cu_check(cuEventCreate(&p.event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+        for (size_t s = 0; s < sizeof copy_sizes / sizeof *copy_sizes; s++) {
+            p.n = copy_sizes[s];
+            timed("ipc_dtod_async+spin_event", p.n, ipc_copy_spin_event, &p, iters);
+            unsigned char *back = ck_alloc(p.n);
+            cu_check(cuMemcpyDtoH(back, p.own, p.n), "cuMemcpyDtoH");
+            ck_verify_g("copy out of the peer's IPC mapping", back, p.n, 0, 1, 2, 0, 0);
+            free(back);
+        }
+        cu_check(cuEventDestroy(p.event), "cuEventDestroy");
+        cu_check(cuStreamDestroy(p.stream), "cuStreamDestroy");
+        cu_check(cuMemFree(p.own), "cuMemFree");
+        cu_check(cuIpcCloseMemHandle(p.mapped), "cuIpcCloseMemHandle");
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* rank 0 frees its allocation only after the peer closed */
+    if (exported)
+        cu_check(cuMemFree(exported), "cuMemFree");
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--iters=", 8) == 0)
+            iters = atol(argv[i] + 8);
+        else if (strcmp(argv[i], "--quick") == 0)
+            ck.quick = 1;
+        else if (strcmp(argv[i], "--verbose") != 0) {
+            fprintf(stderr, "driver_costs: bad argument '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    if (iters < 0)
+        iters = ck.quick ? 100 : 1000;
+    if (iters < 10 || iters > MAX_ITERS) {
+        fprintf(stderr, "driver_costs: --iters must be 10..%d\n", MAX_ITERS);
+        return 2;
+    }
+    int devices = 0, ordinal = 0;
+    CUdevice dev = cu_open_device("driver_costs", -1, &ordinal, &devices);
+    ck_init(&argc, &argv, "driver_costs", MPI_THREAD_SINGLE);
+    if (ck.size < 2) {
+        fprintf(stderr, "driver_costs: needs 2 ranks or more\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    char name[128] = "?";
+    cuDeviceGetName(name, (int)sizeof name, dev);
+    const char *sched = getenv("RMCA_CU_SCHED");
+    if (ck.rank == 0)
+        printf("driver_costs info iters %ld sched %s device %s\n", iters,
+               sched && *sched ? sched : "auto", name);
+    unsigned char *check = ck_alloc(COPY_MAX);
+    if (ck.rank == 0)
+        single_process(check);
+    MPI_Barrier(MPI_COMM_WORLD);
+    two_processes(check);
+    free(check);
+    int rc = ck_finish();
+    cuDevicePrimaryCtxRelease(dev);
+    return rc;
+}
