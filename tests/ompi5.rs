@@ -235,6 +235,26 @@ fn one_sided_accumulate_and_atomics_over_ours() {
     }
 }
 
+/// One-sided puts and gets from 1 byte to 4 MiB (tests/programs/rma_sizes.c), in fence
+/// and lock epochs: through the BTL base's active-message RDMA an operation longer than
+/// one fragment takes several packets, each sent again from the previous one's
+/// completion callback to the endpoint that callback names. rsmcuda once named none
+/// (NULL): every MPI_Get over 32 KiB hung in the closing MPI_Win_fence (MPICH's
+/// rma/rma_contig, at_complete, manyget). Stock tcp is the control.
+#[test]
+fn one_sided_put_and_get_of_many_fragments_over_ours() {
+    if !ompi5::available() {
+        return;
+    }
+    for config in [stock_tcp(), rusnic(), rsmcuda()] {
+        for ranks in [2, 3] {
+            Job::new(&config, ranks, config.program("rma_sizes"))
+                .run()
+                .assert_passed();
+        }
+    }
+}
+
 /// Known upstream defect (Open MPI 5.0.7, every transport; 4.1.4 is right): a message
 /// received with an indexed type of a negative-stride vector of a complex type lands in
 /// the wrong places once it is long (tests/programs/neg_stride.c part B, reduced from
