@@ -38,7 +38,9 @@
  * repetition for every size; default: about 256 MiB moved per repetition, 2..100;
  * --quick: 32 MiB), --reps=N (default 5, --quick 3), --window=N (default 16,
  * --quick 8), --parts=LIST (of dtod,mpi,lat; default all), --lat-sizes=LIST (like
- * --sizes; default 8), --lat-iters=N (default 2000, --quick 200; 1/10 of it from 1 MiB), --device=N (default: local rank modulo the device count),
+ * --sizes; default 8), --host-lat (the lat part on host buffers: the job's host
+ * latency), --lat-iters=N (default 2000, --quick 200; 1/10 of it from 1 MiB),
+ * --device=N (default: local rank modulo the device count),
  * and check.h's --quick, --verbose, --inject-corruption (one rank's first checked
  * buffer gets a flipped byte: that figure must come out "unverified").
  */
@@ -64,6 +66,7 @@ static int window = -1;
 static long lat_iters = -1;
 static int device_arg = -1;
 static const char *parts = "dtod,mpi,lat";
+static int host_lat;
 
 static int want(const char *part) { return strstr(parts, part) != NULL; }
 
@@ -287,32 +290,52 @@ static void part_lat(unsigned char *staging, size_t n)
     double dt = 0;
     int ok = 1;
     if (me <= 1) {
-        CUdeviceptr sbuf = dev_alloc(n), rbuf = dev_alloc(n);
+        /* Device buffers, or with --host-lat host ones (the same job's host latency). */
+        CUdeviceptr sdev = 0, rdev = 0;
+        unsigned char *shost = NULL, *rhost = NULL;
         int peer = 1 - me;
-        dev_fill(sbuf, staging, n, me, peer, TAG_PING, 0);
+        if (host_lat) {
+            shost = ck_alloc(n);
+            rhost = ck_alloc(n);
+            ck_fill(shost, n, me, peer, TAG_PING, 0);
+        } else {
+            sdev = dev_alloc(n);
+            rdev = dev_alloc(n);
+            dev_fill(sdev, staging, n, me, peer, TAG_PING, 0);
+        }
+        void *sbuf = host_lat ? (void *)shost : ptr(sdev);
+        void *rbuf = host_lat ? (void *)rhost : ptr(rdev);
         double t0 = 0;
         for (long i = -warmup; i < iters; i++) {
             if (i == 0) {
                 /* The last receive is checked: cleared before the timed loop. */
-                cu_check(cuMemsetD8(rbuf, CK_GUARD_BYTE, n + CK_GUARD), "cuMemsetD8");
-                cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
+                if (host_lat) {
+                    memset(rhost, CK_GUARD_BYTE, n + CK_GUARD);
+                } else {
+                    cu_check(cuMemsetD8(rdev, CK_GUARD_BYTE, n + CK_GUARD), "cuMemsetD8");
+                    cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
+                }
                 MPI_Barrier(MPI_COMM_WORLD);
                 t0 = MPI_Wtime();
             }
             if (me == 0) {
-                MPI_Send(ptr(sbuf), (int)n, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD);
-                MPI_Recv(ptr(rbuf), (int)n, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, (int)n, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, (int)n, MPI_BYTE, 1, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             } else {
-                MPI_Recv(ptr(rbuf), (int)n, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD,
-                         MPI_STATUS_IGNORE);
-                MPI_Send(ptr(sbuf), (int)n, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, (int)n, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, (int)n, MPI_BYTE, 0, TAG_PING, MPI_COMM_WORLD);
             }
         }
         dt = MPI_Wtime() - t0;
-        ok = dev_verify("ping-pong device", rbuf, staging, n, peer, me, TAG_PING, 0);
-        cu_check(cuMemFree(sbuf), "cuMemFree");
-        cu_check(cuMemFree(rbuf), "cuMemFree");
+        if (host_lat) {
+            ok = ck_verify("ping-pong host", rhost, n, peer, me, TAG_PING, 0);
+            free(shost);
+            free(rhost);
+        } else {
+            ok = dev_verify("ping-pong device", rdev, staging, n, peer, me, TAG_PING, 0);
+            cu_check(cuMemFree(sdev), "cuMemFree");
+            cu_check(cuMemFree(rdev), "cuMemFree");
+        }
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
     }
@@ -335,6 +358,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (strncmp(a, "--sizes=", 8) == 0)
             sizes_arg = a + 8;
+        else if (strcmp(a, "--host-lat") == 0)
+            host_lat = 1;
         else if (strncmp(a, "--lat-sizes=", 12) == 0)
             lat_sizes_arg = a + 12;
         else if (strncmp(a, "--iters=", 8) == 0)

@@ -7,8 +7,10 @@
  * device message (rsmcuda's README, "CUDA path"); they are not pass/fail.
  *
  * Rank 0 times everything that needs one process while rank 1 waits; then rank 0
- * exports a device allocation and rank 1 times the IPC calls on it. 2 ranks or more
- * (the others wait). Driver API only (cuda.h, -lcuda): runs on the test stand-in too,
+ * exports a device allocation and rank 1 times the IPC calls on it; then ranks 0 and 1
+ * ping-pong device bytes by several routes with no MPI call in the loop (pp_*, the
+ * floor of a one-way message by that route; see pingpongs()). 2 ranks or more, ranks 0
+ * and 1 on one node (the others wait). Driver API only (cuda.h, -lcuda): runs on the test stand-in too,
  * where the times mean nothing.
  *
  * Output (rank 0 and rank 1, microseconds of CLOCK_MONOTONIC per call or sequence):
@@ -388,6 +390,158 @@ static void two_processes(unsigned char *check)
         cu_check(cuMemFree(exported), "cuMemFree");
 }
 
+/* Ping-pong floors: ranks 0 and 1 signal through flags in MPI shared memory (no MPI
+ * call in the timed loop) and move n device bytes by one route per round trip; half the
+ * round trip is the least a one-way device message by that route can cost here.
+ *   pp_flag          the flags alone (host signalling)
+ *   pp_staged        sender: cuMemcpyDtoH into its stage in the shared memory (page
+ *                    locked by cuMemHostRegister in both), flag; receiver: cuMemcpyHtoD
+ *   pp_ipc           flag only; receiver: cuMemcpyDtoDAsync out of the sender's buffer
+ *                    opened by CUDA IPC once, then an event query loop */
+#define PP_STAGE (64 * 1024)
+#define PP_SLOT (PP_STAGE + 4096)
+
+struct pp {
+    unsigned char *base; /* the shared window: one slot per rank, flag first */
+    CUdeviceptr sdev, rdev, peer_sdev;
+    CUstream stream;
+    CUevent event;
+    int me, peer;
+};
+
+static volatile uint64_t *pp_flag_of(struct pp *p, int rank)
+{
+    return (volatile uint64_t *)(void *)(p->base + (size_t)rank * PP_SLOT);
+}
+static unsigned char *pp_stage_of(struct pp *p, int rank)
+{
+    return p->base + (size_t)rank * PP_SLOT + 4096;
+}
+static void pp_signal(struct pp *p, uint64_t seq)
+{
+    __atomic_store_n(pp_flag_of(p, p->peer), seq, __ATOMIC_RELEASE);
+}
+static void pp_wait(struct pp *p, uint64_t seq)
+{
+    while (__atomic_load_n(pp_flag_of(p, p->me), __ATOMIC_ACQUIRE) != seq)
+        ;
+}
+
+enum pp_route { PP_FLAG, PP_STAGED, PP_IPC };
+
+/* One message of n bytes from this rank to the peer (send side) or back (receive). */
+static void pp_send(struct pp *p, enum pp_route route, size_t n, uint64_t seq)
+{
+    if (route == PP_STAGED)
+        cu_check(cuMemcpyDtoH(pp_stage_of(p, p->me), p->sdev, n), "cuMemcpyDtoH");
+    pp_signal(p, seq);
+}
+static void pp_receive(struct pp *p, enum pp_route route, size_t n, uint64_t seq)
+{
+    pp_wait(p, seq);
+    if (route == PP_STAGED) {
+        cu_check(cuMemcpyHtoD(p->rdev, pp_stage_of(p, p->peer), n), "cuMemcpyHtoD");
+    } else if (route == PP_IPC) {
+        cu_check(cuMemcpyDtoDAsync(p->rdev, p->peer_sdev, n, p->stream), "cuMemcpyDtoDAsync");
+        cu_check(cuEventRecord(p->event, p->stream), "cuEventRecord");
+        spin_event(p->event);
+    }
+}
+
+static void pingpongs(unsigned char *check)
+{
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int node_rank = 0;
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Win win;
+    struct pp p = {0};
+    p.me = ck.rank;
+    p.peer = 1 - ck.rank;
+    int in_pair = ck.rank <= 1 && node_rank == ck.rank;
+    MPI_Aint mine = in_pair ? PP_SLOT : 0;
+    MPI_Win_allocate_shared(mine, 1, MPI_INFO_NULL, node, &p.base, &win);
+    if (in_pair) {
+        MPI_Aint size = 0;
+        int unit = 0;
+        MPI_Win_shared_query(win, 0, &size, &unit, &p.base); /* slots are contiguous */
+        memset(pp_stage_of(&p, p.me) - 4096, 0, 4096);
+        cu_check(cuMemHostRegister(p.base, 2 * PP_SLOT, CU_MEMHOSTREGISTER_PORTABLE),
+                 "cuMemHostRegister");
+        cu_check(cuMemAlloc(&p.sdev, PP_STAGE), "cuMemAlloc");
+        cu_check(cuMemAlloc(&p.rdev, PP_STAGE), "cuMemAlloc");
+        cu_check(cuStreamCreate(&p.stream, 0), "cuStreamCreate");
+        cu_check(cuEventCreate(&p.event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+        dev_fill(p.sdev, check, PP_STAGE, p.me, p.peer, 5, 0);
+        cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
+        CUipcMemHandle mine_h, theirs;
+        cu_check(cuIpcGetMemHandle(&mine_h, p.sdev), "cuIpcGetMemHandle");
+        MPI_Sendrecv(&mine_h, (int)sizeof mine_h, MPI_BYTE, p.peer, 8, &theirs,
+                     (int)sizeof theirs, MPI_BYTE, p.peer, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        cu_check(cuIpcOpenMemHandle(&p.peer_sdev, theirs, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                 "cuIpcOpenMemHandle");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    static const struct {
+        const char *name;
+        enum pp_route route;
+    } routes[] = {{"pp_flag", PP_FLAG}, {"pp_staged", PP_STAGED}, {"pp_ipc", PP_IPC}};
+    static const size_t pp_sizes[] = {8, 4096, PP_STAGE};
+    uint64_t seq = 0;
+    for (size_t r = 0; r < sizeof routes / sizeof *routes; r++) {
+        for (size_t s = 0; s < sizeof pp_sizes / sizeof *pp_sizes; s++) {
+            size_t n = pp_sizes[s];
+            if (routes[r].route == PP_FLAG && s > 0)
+                continue;
+            if (in_pair) {
+                cu_check(cuMemsetD8(p.rdev, CK_GUARD_BYTE, PP_STAGE), "cuMemsetD8");
+                cu_check(cuCtxSynchronize(), "cuCtxSynchronize");
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (!in_pair)
+                continue;
+            long total = iters + iters / 10 + 1;
+            for (long i = 0; i < total; i++) {
+                double t0 = now_us();
+                if (p.me == 0) {
+                    pp_send(&p, routes[r].route, n, ++seq);
+                    pp_receive(&p, routes[r].route, n, ++seq);
+                } else {
+                    pp_receive(&p, routes[r].route, n, ++seq);
+                    pp_send(&p, routes[r].route, n, ++seq);
+                }
+                if (i >= total - iters)
+                    samples[i - (total - iters)] = (now_us() - t0) / 2;
+            }
+            if (p.me == 0) {
+                qsort(samples, (size_t)iters, sizeof *samples, cmp_double);
+                printf("driver_costs %s %zu median %.3f p10 %.3f p90 %.3f\n", routes[r].name, n,
+                       samples[iters / 2], samples[iters / 10], samples[iters * 9 / 10]);
+                fflush(stdout);
+            }
+            if (routes[r].route != PP_FLAG) {
+                unsigned char *back = ck_alloc(n);
+                cu_check(cuMemcpyDtoH(back, p.rdev, n), "cuMemcpyDtoH");
+                char what[64];
+                snprintf(what, sizeof what, "%s of %zu bytes", routes[r].name, n);
+                ck_verify_g(what, back, n, p.peer, p.me, 5, 0, 0);
+                free(back);
+            }
+        }
+    }
+    if (in_pair) {
+        cu_check(cuIpcCloseMemHandle(p.peer_sdev), "cuIpcCloseMemHandle");
+        cu_check(cuEventDestroy(p.event), "cuEventDestroy");
+        cu_check(cuStreamDestroy(p.stream), "cuStreamDestroy");
+        cu_check(cuMemFree(p.sdev), "cuMemFree");
+        cu_check(cuMemFree(p.rdev), "cuMemFree");
+        cu_check(cuMemHostUnregister(p.base), "cuMemHostUnregister");
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* no rank frees the window while the peer uses it */
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -424,6 +578,7 @@ int main(int argc, char **argv)
         single_process(check);
     MPI_Barrier(MPI_COMM_WORLD);
     two_processes(check);
+    pingpongs(check);
     free(check);
     int rc = ck_finish();
     cuDevicePrimaryCtxRelease(dev);
