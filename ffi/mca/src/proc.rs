@@ -22,6 +22,14 @@ impl Proc {
         Proc(proc_)
     }
 
+    /// The process named `jobid << 32 | vpid` (see [`Proc::name_hash`]), as the runtime
+    /// knows it or creates it now (`opal_proc_for_name`); None if it cannot.
+    pub fn for_name_hash(hash: u64) -> Option<Proc> {
+        // SAFETY: the runtime returns a process object that lives for the job, or NULL.
+        let raw = unsafe { sys::rmca_proc_for_name_hash(hash) };
+        (!raw.is_null()).then_some(Proc(raw))
+    }
+
     /// The raw pointer (for error callbacks that name the failing peer).
     pub fn as_ptr(&self) -> *mut sys::opal_proc_t {
         self.0
@@ -77,6 +85,28 @@ impl Proc {
 pub fn my_name_hash() -> u64 {
     // SAFETY: reads the process name set up by opal_init (before any component init).
     unsafe { sys::rmca_my_name_hash() }
+}
+
+/// How this process started Open MPI, as a component's init sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Startup {
+    /// `MPI_Init` is running: the world model (every process of the job exists).
+    MpiInit,
+    /// Something else started it: an MPI Session (Open MPI 5), which adds processes to
+    /// the PML as communicators come to use them.
+    Other,
+    /// No MPI library state in this process (a tool such as ompi_info).
+    Tool,
+}
+
+/// See [`Startup`].
+pub fn startup() -> Startup {
+    // SAFETY: reads a variable of the MPI library, if loaded.
+    match unsafe { sys::rmca_mpi_init_running() } {
+        1 => Startup::MpiInit,
+        0 => Startup::Other,
+        _ => Startup::Tool,
+    }
 }
 
 /// Publishes `blob` for every peer under this component's name.

@@ -1,5 +1,9 @@
 #include "shim.h"
 
+#include <dlfcn.h>
+
+#include "ompi/runtime/mpiruntime.h"
+
 void rmca_obj_construct(opal_object_t *object, opal_class_t *cls)
 {
     OBJ_CONSTRUCT_INTERNAL(object, cls);
@@ -55,6 +59,24 @@ static uint64_t hash_name(const opal_process_name_t *name)
 uint64_t rmca_proc_name_hash(const opal_proc_t *proc)
 {
     return hash_name(&proc->proc_name);
+}
+
+opal_proc_t *rmca_proc_for_name_hash(uint64_t hash)
+{
+    opal_process_name_t name;
+    name.jobid = (opal_jobid_t) (hash >> 32);
+    name.vpid = (opal_vpid_t) (hash & 0xffffffffu);
+    return NULL == opal_proc_for_name ? NULL : opal_proc_for_name(name);
+}
+
+int rmca_mpi_init_running(void)
+{
+    /* Looked up, not linked: ompi_info loads components too. */
+    const volatile int32_t *state = (const volatile int32_t *) dlsym(RTLD_DEFAULT,
+                                                                       "ompi_mpi_state");
+    if (NULL == state)
+        return -1;
+    return OMPI_MPI_STATE_INIT_STARTED == *state ? 1 : 0;
 }
 
 uint64_t rmca_my_name_hash(void)

@@ -27,6 +27,13 @@ char *rmca_show_help_string(const char *file, const char *topic, int want_error_
 
 /* OPAL_PROC_ON_LOCAL_NODE(proc->proc_flags) */
 int rmca_proc_on_local_node(const opal_proc_t *proc);
+/* opal_proc_for_name of the name hashed as jobid << 32 | vpid (the runtime creates the
+ * process object if it has none yet, as for a sender a BTL hears from first); NULL if
+ * the runtime cannot. */
+opal_proc_t *rmca_proc_for_name_hash(uint64_t hash);
+/* 1 while MPI_Init (or MPI_Init_thread) runs, 0 when Open MPI was started otherwise (an
+ * MPI Session), -1 when the process has no MPI library state (a tool). */
+int rmca_mpi_init_running(void);
 /* OPAL_PROC_MY_NAME hashed as jobid << 32 | vpid: a stable 64-bit identity. */
 uint64_t rmca_proc_name_hash(const opal_proc_t *proc);
 uint64_t rmca_my_name_hash(void);

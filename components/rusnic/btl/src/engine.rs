@@ -132,6 +132,14 @@ impl Engine {
         }
     }
 
+    /// See `rusnic_core::Endpoint::take_new_early_senders`.
+    pub fn take_new_early_senders(&mut self) -> Vec<u64> {
+        self.core
+            .as_mut()
+            .map(|core| core.take_new_early_senders())
+            .unwrap_or_default()
+    }
+
     /// See `rusnic_core::Connection::set_payload_crc`.
     pub fn set_payload_crc(&mut self, peer: u64, send: bool, require: bool) {
         if let Some(core) = self.core.as_mut() {

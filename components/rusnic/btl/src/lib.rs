@@ -100,6 +100,32 @@ impl BtlComponent for Component {
         }
     }
 
+    /// Every peer at once (`SINGLE_ADD_PROCS`: ob1 then adds the whole job before the
+    /// first message, so that no datagram comes from a process rusnic does not know) in
+    /// the world model only. With the flag ob1 makes 5.0's instance create
+    /// MPI_COMM_WORLD and MPI_COMM_SELF for a program that uses MPI Sessions alone, and
+    /// 5.0.7 destroys them after the PML is gone (SIGSEGV in MPI_Session_finalize).
+    /// Without it, ob1 adds peers as communicators first use them, and rusnic adds a
+    /// process of its own job that sends first itself (`Rusnic::progress`).
+    fn module_flags(flags: u32) -> u32 {
+        let startup = mca::proc::startup();
+        verbose!(
+            stream(),
+            1,
+            "btl:rusnic: {}",
+            match startup {
+                mca::proc::Startup::MpiInit => "MPI_Init: ob1 adds every peer at once",
+                mca::proc::Startup::Other =>
+                    "not MPI_Init (MPI Sessions): peers are added as they are first used",
+                mca::proc::Startup::Tool => "no MPI library state (a tool)",
+            }
+        );
+        match startup {
+            mca::proc::Startup::Other => flags & !sys::MCA_BTL_FLAGS_SINGLE_ADD_PROCS,
+            mca::proc::Startup::MpiInit | mca::proc::Startup::Tool => flags,
+        }
+    }
+
     /// A fragment's size travels as 32 bits in chunk headers and the contact.
     const MAX_FRAGMENT: usize = u32::MAX as usize;
 

@@ -77,6 +77,9 @@ pub struct Rusnic {
     /// error report. Progress still moves datagrams (the peers get their data and
     /// acknowledgements); descriptors are freed without their callbacks.
     finalizing: AtomicBool,
+    /// Whether rusnic adds a process of its own job that sends before ob1 added it
+    /// (only where ob1 does not add the whole job at once: see `module_flags` in lib.rs).
+    adds_unknown_senders: bool,
 }
 
 impl Rusnic {
@@ -88,6 +91,7 @@ impl Rusnic {
             awaiting_ack: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
             endpoints: Mutex::new(HashMap::new()),
+            adds_unknown_senders: mca::proc::startup() == mca::proc::Startup::Other,
             puts: Mutex::new(Puts::default()),
             regions: Mutex::new(Regions::default()),
             isn: contact.isn,
@@ -142,6 +146,7 @@ impl Rusnic {
         let mut events = Vec::new();
         let now = this.now();
         let received;
+        let strangers;
         {
             let mut eng = this.engine();
             let regions = this.regions();
@@ -161,6 +166,12 @@ impl Rusnic {
             eng.pump_timers(now);
             eng.pump_tx(now);
             eng.drain_events(&mut events);
+            strangers = eng.take_new_early_senders();
+        }
+        if this.adds_unknown_senders {
+            for id in strangers {
+                this.add_unknown_sender(btl, id);
+            }
         }
         handled += events.len();
         let mut reposts: HashMap<u64, u32> = HashMap::new();
@@ -309,6 +320,29 @@ impl Rusnic {
             }
             std::thread::yield_now();
         }
+    }
+
+    /// A process of this job sent before ob1 added it: ob1 adds a peer when a
+    /// communicator first sends to it, and a rank that only receives from it never
+    /// would, while its datagrams wait unacknowledged. Added here from its modex contact
+    /// (what it sent is replayed); ob1's add_procs finds it added. Processes of other
+    /// jobs are left to ob1, which adds them when the jobs connect.
+    fn add_unknown_sender(&self, btl: &Btl<Rusnic>, id: u64) {
+        if id >> 32 != mca::proc::my_name_hash() >> 32 {
+            return;
+        }
+        let added = mca::proc::Proc::for_name_hash(id).and_then(|p| self.connect(btl, &p));
+        verbose!(
+            stream(),
+            10,
+            "btl:rusnic: rank {} sent before it was added: {}",
+            id as u32,
+            if added.is_some() {
+                "added from its contact"
+            } else {
+                "its contact is not usable; kept waiting"
+            }
+        );
     }
 
     fn connect(&self, btl: &Btl<Rusnic>, p: &Proc) -> Option<PeerEndpoint> {

@@ -27,6 +27,8 @@ pub(crate) struct EarlyArrivals {
     by_sender: BTreeMap<u64, VecDeque<(Channel, Vec<u8>)>>,
     /// Senders in the order they were first kept, to forget the oldest.
     order: VecDeque<u64>,
+    /// Senders first kept since the last [`take_new_senders`](Self::take_new_senders).
+    new_senders: Vec<u64>,
     bytes: usize,
 }
 
@@ -45,6 +47,7 @@ impl EarlyArrivals {
             }
             self.order.push_back(sender);
             self.by_sender.insert(sender, VecDeque::new());
+            self.new_senders.push(sender);
         }
         while self.bytes + bytes.len() > TOTAL_BYTES {
             let Some(oldest) = self.order.front().copied() else {
@@ -76,6 +79,12 @@ impl EarlyArrivals {
         queue.into()
     }
 
+    /// The senders first kept since the last call (each once), oldest first: the upper
+    /// layer may be able to add them as peers itself.
+    pub fn take_new_senders(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.new_senders)
+    }
+
     fn forget(&mut self, sender: u64) {
         if let Some(queue) = self.by_sender.remove(&sender) {
             self.bytes -= queue.iter().map(|(_, b)| b.len()).sum::<usize>();
@@ -91,6 +100,22 @@ impl EarlyArrivals {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_senders_are_reported_once_each() {
+        let mut early = EarlyArrivals::default();
+        assert!(early.take_new_senders().is_empty());
+        assert!(early.keep(7, Channel::Priority, b"ping"));
+        assert!(early.keep(7, Channel::Data, b"frag"));
+        assert!(early.keep(9, Channel::Data, b"other"));
+        assert_eq!(early.take_new_senders(), vec![7, 9]);
+        assert!(early.keep(7, Channel::Data, b"more"));
+        assert!(early.take_new_senders().is_empty());
+        // Taken (the peer was added) and heard from again before it was: new again.
+        assert_eq!(early.take(9).len(), 1);
+        assert!(early.keep(9, Channel::Data, b"again"));
+        assert_eq!(early.take_new_senders(), vec![9]);
+    }
 
     #[test]
     fn kept_in_order_and_taken_once() {

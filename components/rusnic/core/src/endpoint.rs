@@ -81,6 +81,13 @@ impl Endpoint {
         }
     }
 
+    /// Senders not yet peers whose genuine datagrams were first kept since the last call
+    /// (each once): a glue that can find such a sender's contact by its id may add it
+    /// (then [`Endpoint::replay_early`]) instead of waiting for its upper layer to.
+    pub fn take_new_early_senders(&mut self) -> Vec<u64> {
+        self.early.take_new_senders()
+    }
+
     /// Adds (or replaces) the connection to `peer_id` with the ISNs and the key from
     /// its modex contact: what we send it is tagged with `peer_key`.
     pub fn add_peer_keyed(&mut self, peer_id: u64, local_isn: u16, peer_isn: u16, peer_key: Key) {

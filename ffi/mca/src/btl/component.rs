@@ -45,6 +45,11 @@ pub trait BtlComponent: Exported {
     fn check_limits(_eager_limit: usize, _max_send_size: usize) -> Option<String> {
         None
     }
+    /// The `btl_flags` each module of this process gets, from the effective parameter
+    /// value (`btl_<name>_flags`): for a flag that depends on how the process started.
+    fn module_flags(flags: u32) -> u32 {
+        flags
+    }
 }
 
 /// Templates registered with `mca_btl_base_param_register`, one per component type.
@@ -194,6 +199,7 @@ unsafe extern "C" fn btl_init<C: BtlComponent>(
     for (i, module) in modules.into_iter().enumerate() {
         let mut base = template;
         base.btl_component = C::raw().cast();
+        base.btl_flags = C::module_flags(base.btl_flags);
         trampolines::fill_vtable::<C::Module>(&mut base);
         let cell = Box::new(Btl {
             base: std::cell::UnsafeCell::new(base),

@@ -1,0 +1,148 @@
+/*
+ * session_only.c -- a program of the MPI Sessions model alone (MPI-4; Open MPI 5.0):
+ * no MPI_Init. MPI_Session_init, the group of the "mpi://WORLD" process set, a
+ * communicator from it (MPI_Comm_create_from_group), traffic, then everything freed
+ * and MPI_Session_finalize; twice in a row (a second session after the first ended;
+ * --sessions=N for another count), and an "mpi://SELF" communicator in each.
+ *
+ * The traffic gives each rank a different role, so that a peer may first hear from a
+ * process it never sent to: rank 0 sends messages of several sizes (eager and
+ * rendezvous) to every other rank, which only receives them; then every rank sends to
+ * its right neighbour and receives from its left; then an MPI_Allreduce. Every byte is
+ * checked (check.h's pattern and guard).
+ *
+ * rusnic crashed in MPI_Session_finalize (SIGSEGV in ob1's del_comm of MPI_COMM_SELF):
+ * its every-peer-at-once flag made ob1 require the world, so 5.0.7 created
+ * MPI_COMM_WORLD and MPI_COMM_SELF for this program and destroyed them after the PML.
+ *
+ * Output (rank 0 of each session): "<passed> passed, <failed> failed" for all of it.
+ * Open MPI 5.0 only: tests/ompi5_sessions.rs.
+ */
+#include "check.h"
+
+static const size_t sizes[] = {1, 16, 1000, 4096, 70000, 1 << 20};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void fail_if(int rc, const char *call)
+{
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "session_only: %s failed (%d)\n", call, rc);
+        exit(2);
+    }
+}
+
+static void traffic(MPI_Comm comm, int round)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    ck.rank = rank;
+    ck.size = size;
+    size_t most = sizes[NSIZES - 1];
+    unsigned char *buf = ck_alloc(most);
+    char what[96];
+    /* Rank 0 to everyone; the others only receive. */
+    for (size_t i = 0; i < NSIZES; i++) {
+        size_t n = sizes[i];
+        if (rank == 0) {
+            for (int p = 1; p < size; p++) {
+                ck_fill(buf, n, 0, p, round, (long)i);
+                MPI_Send(buf, (int)n, MPI_BYTE, p, (int)i, comm);
+            }
+        } else {
+            memset(buf, CK_GUARD_BYTE, n + CK_GUARD);
+            MPI_Recv(buf, (int)n, MPI_BYTE, 0, (int)i, comm, MPI_STATUS_IGNORE);
+            snprintf(what, sizeof what, "session %d: %zu bytes from rank 0", round, n);
+            ck_verify(what, buf, n, 0, rank, round, (long)i);
+        }
+    }
+    /* A ring. */
+    if (size > 1) {
+        int right = (rank + 1) % size, left = (rank + size - 1) % size;
+        unsigned char *out = ck_alloc(most);
+        for (size_t i = 0; i < NSIZES; i++) {
+            size_t n = sizes[i];
+            ck_fill(out, n, rank, right, 100 + round, (long)i);
+            memset(buf, CK_GUARD_BYTE, n + CK_GUARD);
+            MPI_Sendrecv(out, (int)n, MPI_BYTE, right, 50, buf, (int)n, MPI_BYTE, left, 50, comm,
+                         MPI_STATUS_IGNORE);
+            snprintf(what, sizeof what, "session %d: ring, %zu bytes from rank %d", round, n,
+                     left);
+            ck_verify(what, buf, n, left, rank, 100 + round, (long)i);
+        }
+        free(out);
+    }
+    long mine = rank + 1, sum = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, comm);
+    if (sum == (long)size * (size + 1) / 2) {
+        ck_pass();
+    } else {
+        snprintf(what, sizeof what, "session %d: allreduce gave %ld, not %ld", round, sum,
+                 (long)size * (size + 1) / 2);
+        ck_record_failure(what);
+    }
+    free(buf);
+}
+
+/* One session: WORLD traffic, a SELF communicator, then everything freed. Adds the
+ * checks passed and failed over all ranks to totals[0] and totals[1]. */
+static void one_session(int round, long *totals)
+{
+    MPI_Session session;
+    MPI_Group world_group, self_group;
+    MPI_Comm world, self;
+    long before[2] = {ck.passed, ck.failed};
+    fail_if(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session), "MPI_Session_init");
+    fail_if(MPI_Group_from_session_pset(session, "mpi://WORLD", &world_group),
+            "MPI_Group_from_session_pset(mpi://WORLD)");
+    fail_if(MPI_Comm_create_from_group(world_group, "rmca.session_only.world", MPI_INFO_NULL,
+                                       MPI_ERRORS_RETURN, &world),
+            "MPI_Comm_create_from_group(world)");
+    traffic(world, round);
+    fail_if(MPI_Group_from_session_pset(session, "mpi://SELF", &self_group),
+            "MPI_Group_from_session_pset(mpi://SELF)");
+    fail_if(MPI_Comm_create_from_group(self_group, "rmca.session_only.self", MPI_INFO_NULL,
+                                       MPI_ERRORS_RETURN, &self),
+            "MPI_Comm_create_from_group(self)");
+    int self_size = 0;
+    MPI_Comm_size(self, &self_size);
+    if (self_size == 1)
+        ck_pass();
+    else
+        ck_record_failure("the mpi://SELF communicator does not have one process");
+    long mine[2] = {ck.passed - before[0], ck.failed - before[1]}, total[2] = {0, 0};
+    MPI_Allreduce(mine, total, 2, MPI_LONG, MPI_SUM, world);
+    if (ck.rank == 0) {
+        printf("session %d: %ld passed, %ld failed\n", round, total[0], total[1]);
+        fflush(stdout);
+    }
+    MPI_Comm_free(&self);
+    MPI_Group_free(&self_group);
+    MPI_Comm_free(&world);
+    MPI_Group_free(&world_group);
+    fail_if(MPI_Session_finalize(&session), "MPI_Session_finalize");
+    totals[0] += total[0];
+    totals[1] += total[1];
+}
+
+int main(int argc, char **argv)
+{
+    ck.prog = "session_only";
+    int sessions = 2;
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--sessions=", 11) == 0 && atoi(argv[i] + 11) > 0) {
+            sessions = atoi(argv[i] + 11);
+        } else {
+            fprintf(stderr, "session_only: bad argument '%s' (--sessions=N)\n", argv[i]);
+            return 2;
+        }
+    }
+    long totals[2] = {0, 0};
+    for (int round = 0; round < sessions; round++)
+        one_session(round, totals);
+    if (ck.rank == 0) {
+        printf("%ld passed, %ld failed\n", totals[0], totals[1]);
+        fflush(stdout);
+    }
+    return totals[1] != 0;
+}
