@@ -11,7 +11,7 @@
 //! record's header ("invalid header 0x14100030012"). Fast box records now keep
 //! `FBOX_TAIL` bytes after each payload (components/rsmcuda/shm/src/fbox.rs).
 //!
-//! tests/ompi5/session_only.c is a program of the Sessions model alone (no MPI_Init).
+//! tests/ompi5/mpi_session_only.c is a program of the MPI Sessions model alone (no MPI_Init).
 //!
 //! Every test prints `SKIPPED` and passes when the installation or our 5.0 build is
 //! missing; `RMCA_REQUIRE_OMPI5=1` makes a missing one an error.
@@ -55,10 +55,10 @@ fn comm_from_group_rusnic() {
     passes_with_btl("rusnic", "self,rusnic");
 }
 
-/// tests/ompi5/session_only.c (MPI Sessions without MPI_Init, two sessions in a row, a
-/// rank 0 that sends to ranks that only receive) at 1, 2 and 4 ranks on `config`.
-fn session_only_passes(config: &McaConfig, ranks: &[u32], args: &[&str]) {
-    let binary = config.program("session_only");
+/// tests/ompi5/mpi_session_only.c (MPI Sessions without MPI_Init, two in a row, a rank
+/// 0 that sends to ranks that only receive) at the given rank counts on `config`.
+fn mpi_session_only_passes(config: &McaConfig, ranks: &[u32], args: &[&str]) {
+    let binary = config.program("mpi_session_only");
     for &n in ranks {
         let out = Job::new(config, n, &binary)
             .args(args)
@@ -70,21 +70,25 @@ fn session_only_passes(config: &McaConfig, ranks: &[u32], args: &[&str]) {
     }
 }
 
-fn sessions_config(name: &str, btl: &str) -> McaConfig {
+fn mpi_sessions_config(name: &str, btl: &str) -> McaConfig {
     on_ompi5(McaConfig::new(name, &[("pml", "ob1"), ("btl", btl)]))
 }
 
 #[test]
-fn session_only_stock_sm() {
+fn mpi_session_only_stock_sm() {
     if ompi5::available() {
-        session_only_passes(&sessions_config("stock-sm", "self,sm"), &[1, 2, 4], &[]);
+        mpi_session_only_passes(&mpi_sessions_config("stock-sm", "self,sm"), &[1, 2, 4], &[]);
     }
 }
 
 #[test]
-fn session_only_rsmcuda() {
+fn mpi_session_only_rsmcuda() {
     if ompi5::available() {
-        session_only_passes(&sessions_config("rsmcuda", "self,rsmcuda"), &[1, 2, 4], &[]);
+        mpi_session_only_passes(
+            &mpi_sessions_config("rsmcuda", "self,rsmcuda"),
+            &[1, 2, 4],
+            &[],
+        );
     }
 }
 
@@ -92,9 +96,13 @@ fn session_only_rsmcuda() {
 /// peer at once, which made 5.0.7 create and then destroy MPI_COMM_WORLD and
 /// MPI_COMM_SELF after the PML was gone. Now it asks that under MPI_Init only.
 #[test]
-fn session_only_rusnic() {
+fn mpi_session_only_rusnic() {
     if ompi5::available() {
-        session_only_passes(&sessions_config("rusnic", "self,rusnic"), &[1, 2, 4], &[]);
+        mpi_session_only_passes(
+            &mpi_sessions_config("rusnic", "self,rusnic"),
+            &[1, 2, 4],
+            &[],
+        );
     }
 }
 
@@ -102,20 +110,20 @@ fn session_only_rusnic() {
 /// ob1 adds no remote process before a communicator sends to it, so ranks 2 and 3 first
 /// hear from rank 0 while it is unknown to them; rusnic adds such a sender of its own
 /// job itself (without that, its datagrams would wait unacknowledged in a rank that
-/// only receives). Stock tcp is the control. One session: across hosts a second one
-/// fails on stock tcp as on rusnic (tcp: connect() to the first session's port
+/// only receives). Stock tcp is the control. One MPI Session: across hosts a second
+/// fails on stock tcp as on rusnic (tcp: connect() to the first MPI Session's port
 /// refused; rusnic: the peer never answers), both reaching the addresses their peers
 /// published in the first.
 #[test]
-fn session_only_across_two_hosts() {
+fn mpi_session_only_across_two_hosts() {
     if !ompi5::available() {
         return;
     }
     for (name, btl) in [("stock-tcp", "self,tcp"), ("rusnic", "self,rusnic")] {
-        session_only_passes(
-            &sessions_config(name, btl).across_hosts(2),
+        mpi_session_only_passes(
+            &mpi_sessions_config(name, btl).across_hosts(2),
             &[4],
-            &["--sessions=1"],
+            &["--count=1"],
         );
     }
 }

@@ -1,9 +1,9 @@
 /*
- * session_only.c -- a program of the MPI Sessions model alone (MPI-4; Open MPI 5.0):
+ * mpi_session_only.c -- a program of the MPI Sessions model alone (MPI-4; Open MPI 5.0):
  * no MPI_Init. MPI_Session_init, the group of the "mpi://WORLD" process set, a
  * communicator from it (MPI_Comm_create_from_group), traffic, then everything freed
- * and MPI_Session_finalize; twice in a row (a second session after the first ended;
- * --sessions=N for another count), and an "mpi://SELF" communicator in each.
+ * and MPI_Session_finalize; twice in a row (a second MPI Session after the first
+ * ended; --count=N for another count), and an "mpi://SELF" communicator in each.
  *
  * The traffic gives each rank a different role, so that a peer may first hear from a
  * process it never sent to: rank 0 sends messages of several sizes (eager and
@@ -15,7 +15,7 @@
  * its every-peer-at-once flag made ob1 require the world, so 5.0.7 created
  * MPI_COMM_WORLD and MPI_COMM_SELF for this program and destroyed them after the PML.
  *
- * Output (rank 0 of each session): "<passed> passed, <failed> failed" for all of it.
+ * Output (rank 0 of each MPI Session, then of all): "<passed> passed, <failed> failed".
  * Open MPI 5.0 only: tests/ompi5_sessions.rs.
  */
 #include "check.h"
@@ -26,7 +26,7 @@ static const size_t sizes[] = {1, 16, 1000, 4096, 70000, 1 << 20};
 static void fail_if(int rc, const char *call)
 {
     if (rc != MPI_SUCCESS) {
-        fprintf(stderr, "session_only: %s failed (%d)\n", call, rc);
+        fprintf(stderr, "mpi_session_only: %s failed (%d)\n", call, rc);
         exit(2);
     }
 }
@@ -52,7 +52,7 @@ static void traffic(MPI_Comm comm, int round)
         } else {
             memset(buf, CK_GUARD_BYTE, n + CK_GUARD);
             MPI_Recv(buf, (int)n, MPI_BYTE, 0, (int)i, comm, MPI_STATUS_IGNORE);
-            snprintf(what, sizeof what, "session %d: %zu bytes from rank 0", round, n);
+            snprintf(what, sizeof what, "MPI Session %d: %zu bytes from rank 0", round, n);
             ck_verify(what, buf, n, 0, rank, round, (long)i);
         }
     }
@@ -66,8 +66,8 @@ static void traffic(MPI_Comm comm, int round)
             memset(buf, CK_GUARD_BYTE, n + CK_GUARD);
             MPI_Sendrecv(out, (int)n, MPI_BYTE, right, 50, buf, (int)n, MPI_BYTE, left, 50, comm,
                          MPI_STATUS_IGNORE);
-            snprintf(what, sizeof what, "session %d: ring, %zu bytes from rank %d", round, n,
-                     left);
+            snprintf(what, sizeof what, "MPI Session %d: ring, %zu bytes from rank %d", round,
+                     n, left);
             ck_verify(what, buf, n, left, rank, 100 + round, (long)i);
         }
         free(out);
@@ -77,16 +77,16 @@ static void traffic(MPI_Comm comm, int round)
     if (sum == (long)size * (size + 1) / 2) {
         ck_pass();
     } else {
-        snprintf(what, sizeof what, "session %d: allreduce gave %ld, not %ld", round, sum,
-                 (long)size * (size + 1) / 2);
+        snprintf(what, sizeof what, "MPI Session %d: allreduce gave %ld, not %ld", round,
+                 sum, (long)size * (size + 1) / 2);
         ck_record_failure(what);
     }
     free(buf);
 }
 
-/* One session: WORLD traffic, a SELF communicator, then everything freed. Adds the
+/* One MPI Session: WORLD traffic, a SELF communicator, then everything freed. Adds the
  * checks passed and failed over all ranks to totals[0] and totals[1]. */
-static void one_session(int round, long *totals)
+static void one_mpi_session(int round, long *totals)
 {
     MPI_Session session;
     MPI_Group world_group, self_group;
@@ -113,7 +113,7 @@ static void one_session(int round, long *totals)
     long mine[2] = {ck.passed - before[0], ck.failed - before[1]}, total[2] = {0, 0};
     MPI_Allreduce(mine, total, 2, MPI_LONG, MPI_SUM, world);
     if (ck.rank == 0) {
-        printf("session %d: %ld passed, %ld failed\n", round, total[0], total[1]);
+        printf("MPI Session %d: %ld passed, %ld failed\n", round, total[0], total[1]);
         fflush(stdout);
     }
     MPI_Comm_free(&self);
@@ -127,19 +127,19 @@ static void one_session(int round, long *totals)
 
 int main(int argc, char **argv)
 {
-    ck.prog = "session_only";
-    int sessions = 2;
+    ck.prog = "mpi_session_only";
+    int count = 2;
     for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], "--sessions=", 11) == 0 && atoi(argv[i] + 11) > 0) {
-            sessions = atoi(argv[i] + 11);
+        if (strncmp(argv[i], "--count=", 8) == 0 && atoi(argv[i] + 8) > 0) {
+            count = atoi(argv[i] + 8);
         } else {
-            fprintf(stderr, "session_only: bad argument '%s' (--sessions=N)\n", argv[i]);
+            fprintf(stderr, "mpi_session_only: bad argument '%s' (--count=N)\n", argv[i]);
             return 2;
         }
     }
     long totals[2] = {0, 0};
-    for (int round = 0; round < sessions; round++)
-        one_session(round, totals);
+    for (int round = 0; round < count; round++)
+        one_mpi_session(round, totals);
     if (ck.rank == 0) {
         printf("%ld passed, %ld failed\n", totals[0], totals[1]);
         fflush(stdout);
