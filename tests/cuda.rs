@@ -94,7 +94,13 @@ fn run_program(
             config.with(key, value)
         };
     }
-    let pvars: Vec<String> = PVARS.iter().map(|p| format!("--pvar={p}")).collect();
+    // device_buffers prints the pvars it is asked for; the other programs take no such
+    // flag.
+    let pvars: Vec<String> = if program == "device_buffers" {
+        PVARS.iter().map(|p| format!("--pvar={p}")).collect()
+    } else {
+        Vec::new()
+    };
     let mut all_args: Vec<&str> = args.to_vec();
     all_args.extend(pvars.iter().map(String::as_str));
     let out = Job::new(&config, ranks, build.program(program))
@@ -422,6 +428,121 @@ fn rsmcuda_does_not_ask_the_driver_on_every_send_without_a_context(build: &CudaB
     );
 }
 
+/// The driver calls a synchronous call waits in: the GPU must finish before it returns.
+const SYNCHRONOUS: [&str; 9] = [
+    "call.cuStreamSynchronize",
+    "call.cuCtxSynchronize",
+    "call.cuEventSynchronize",
+    "call.cuMemcpy",
+    "call.cuMemcpyDtoH",
+    "call.cuMemcpyHtoD",
+    "call.cuMemcpyDtoD",
+    "call.cuMemcpyPeer",
+    "call.cuMemsetD8",
+];
+
+/// What one 8-byte device message costs in driver work, from two ping-pong runs of
+/// different lengths (their difference has no setup in it): (driver calls, synchronous
+/// waits, IPC opens), each per message.
+fn per_small_device_message(
+    build: &CudaBuild,
+    name: &str,
+    btl: &str,
+    extra: &[(&str, &str)],
+) -> (f64, f64, f64) {
+    let lat = |iters: u32| {
+        let run = run_program(
+            build,
+            "device_bw",
+            &format!("{name}-{iters}"),
+            btl,
+            2,
+            &[
+                "--parts=lat",
+                "--lat-sizes=8",
+                &format!("--lat-iters={iters}"),
+            ],
+            extra,
+        );
+        run.out.assert_passed();
+        run
+    };
+    // device_bw's ping-pong: iters + iters/10 + 1 round trips (warm-up included), two
+    // messages each.
+    let messages = |iters: u32| f64::from(2 * (iters + iters / 10 + 1));
+    let (short, long) = (lat(200), lat(600));
+    let diff = |run: &Run, pick: &dyn Fn(&str) -> bool| -> u64 {
+        run.counters
+            .per_process
+            .iter()
+            .flat_map(|p| p.iter())
+            .filter(|(k, _)| pick(k))
+            .map(|(_, v)| *v)
+            .sum()
+    };
+    let per = |pick: &dyn Fn(&str) -> bool| {
+        (diff(&long, pick) as f64 - diff(&short, pick) as f64) / (messages(600) - messages(200))
+    };
+    (
+        per(&|k| k.starts_with("call.")),
+        per(&|k| {
+            SYNCHRONOUS
+                .iter()
+                .any(|s| k == *s || k.strip_suffix("_v2") == Some(s))
+        }),
+        per(&|k| k == "call.cuIpcOpenMemHandle" || k == "call.cuIpcOpenMemHandle_v2"),
+    )
+}
+
+/// Small device messages, counted on the stand-in beside stock smcuda in the same test:
+/// rsmcuda sends every device message by rendezvous with one CUDA IPC copy (as smcuda;
+/// staging through host memory took two synchronous copies, and on an H200 under MPS
+/// 1.11-1.36x smcuda's latency), opens no IPC mapping per message (its cache), and
+/// asks the driver no more per message than smcuda does.
+fn rsmcuda_small_device_messages_cost_no_more_driver_work_than_smcuda(build: &CudaBuild) {
+    if !build.available() || cuda::real_driver() {
+        return;
+    }
+    let ours = per_small_device_message(build, "rsmcuda-count", "self,rsmcuda", &[]);
+    let stock = per_small_device_message(build, "smcuda-count", "self,smcuda", &[]);
+    // The route rsmcuda took before: staged through its eager fragments by ob1.
+    let limit = if build.series == "ompi41" {
+        "btl_rsmcuda_cuda_eager_limit"
+    } else {
+        "btl_rsmcuda_accelerator_eager_limit"
+    };
+    let staged = per_small_device_message(
+        build,
+        "rsmcuda-staged-count",
+        "self,rsmcuda",
+        &[(limit, "0")],
+    );
+    eprintln!(
+        "per 8-byte device message, Open MPI {}: driver calls {:.2} (smcuda {:.2}, staged \
+         {:.2}), synchronous waits {:.2} ({:.2}, {:.2}), IPC opens {:.3} ({:.3}, {:.3})",
+        build.series,
+        ours.0,
+        stock.0,
+        staged.0,
+        ours.1,
+        stock.1,
+        staged.1,
+        ours.2,
+        stock.2,
+        staged.2
+    );
+    assert!(
+        staged.1 >= 1.0,
+        "staging takes a synchronous copy per message (the reason for the rendezvous): \
+         {staged:?}"
+    );
+    assert!(
+        ours.0 <= stock.0 + 0.01 && ours.1 <= stock.1 + 0.01,
+        "rsmcuda {ours:?} against smcuda {stock:?} (calls, waits, opens per message)"
+    );
+    assert!(ours.2 < 0.01, "an IPC open per message: {ours:?}");
+}
+
 /// Each test above as `<test>::ompi41` and `<test>::ompi50`.
 macro_rules! on_both_series {
     ($($test:ident),* $(,)?) => {
@@ -451,6 +572,7 @@ on_both_series!(
     rsmcuda_waits_for_copies_on_lazy_streams,
     rsmcuda_says_once_that_managed_memory_cannot_be_shared,
     rsmcuda_does_not_ask_the_driver_on_every_send_without_a_context,
+    rsmcuda_small_device_messages_cost_no_more_driver_work_than_smcuda,
 );
 
 /// `make gpu-bundle`'s tarball, unpacked elsewhere, runs its whole `--quick` script

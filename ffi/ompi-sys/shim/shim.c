@@ -79,6 +79,31 @@ int rmca_mpi_init_running(void)
     return OMPI_MPI_STATE_INIT_STARTED == *state ? 1 : 0;
 }
 
+int rmca_btl_device_rendezvous_default(const mca_base_component_t *component,
+                                       mca_btl_base_module_t *module)
+{
+#if OPAL_CUDA_GDR_SUPPORT
+#    if OPAL_MAJOR_VERSION >= 5
+    const char *variable = "accelerator_eager_limit";
+    size_t *limit = &module->btl_accelerator_eager_limit;
+#    else
+    const char *variable = "cuda_eager_limit";
+    size_t *limit = &module->btl_cuda_eager_limit;
+#    endif
+    mca_base_var_source_t source = MCA_BASE_VAR_SOURCE_DEFAULT;
+    int index = mca_base_var_find("opal", "btl", component->mca_component_name, variable);
+    if (index < 0 || OPAL_SUCCESS != mca_base_var_get_value(index, NULL, &source, NULL)
+        || MCA_BASE_VAR_SOURCE_DEFAULT != source)
+        return 0;
+    *limit = SIZE_MAX;
+    return 1;
+#else
+    (void) component;
+    (void) module;
+    return 0;
+#endif
+}
+
 uint64_t rmca_my_name_hash(void)
 {
     return hash_name(&OPAL_PROC_MY_NAME);

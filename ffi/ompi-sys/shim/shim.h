@@ -34,6 +34,13 @@ opal_proc_t *rmca_proc_for_name_hash(uint64_t hash);
 /* 1 while MPI_Init (or MPI_Init_thread) runs, 0 when Open MPI was started otherwise (an
  * MPI Session), -1 when the process has no MPI library state (a tool). */
 int rmca_mpi_init_running(void);
+/* In a build with GPU RDMA support (OPAL_CUDA_GDR_SUPPORT), the GPU eager limit the BTL
+ * base registered for `component` (btl_<name>_cuda_eager_limit on 4.1,
+ * btl_<name>_accelerator_eager_limit on 5.0) set to SIZE_MAX, which ob1 turns into its
+ * header size: every device message by rendezvous, as smcuda has it. Only while the
+ * variable holds its default (a user's value stays). Returns 1 if set, else 0. */
+int rmca_btl_device_rendezvous_default(const mca_base_component_t *component,
+                                       mca_btl_base_module_t *module);
 /* OPAL_PROC_MY_NAME hashed as jobid << 32 | vpid: a stable 64-bit identity. */
 uint64_t rmca_proc_name_hash(const opal_proc_t *proc);
 uint64_t rmca_my_name_hash(void);

@@ -50,6 +50,9 @@ pub trait BtlComponent: Exported {
     fn module_flags(flags: u32) -> u32 {
         flags
     }
+    /// In a CUDA-aware Open MPI: every device message by rendezvous (the GPU eager limit's
+    /// default set to SIZE_MAX, as smcuda does), not staged through eager fragments.
+    const DEVICE_RENDEZVOUS: bool = false;
 }
 
 /// Templates registered with `mca_btl_base_param_register`, one per component type.
@@ -101,6 +104,11 @@ unsafe extern "C" fn btl_register<C: BtlComponent>() -> c_int {
         // SAFETY: valid component; the template is leaked below so the variables bound
         // to its fields stay valid for the life of the process.
         let rc = unsafe { sys::mca_btl_base_param_register(C::raw(), &mut *template) };
+        if rc == 0 && C::DEVICE_RENDEZVOUS {
+            // SAFETY: the component's static structure and the template the variable was
+            // just bound to (still ours alone).
+            unsafe { sys::rmca_btl_device_rendezvous_default(C::raw(), &mut *template) };
+        }
         // Leaked whatever happens next: the variables are bound to its fields.
         let template: &'static sys::mca_btl_base_module_t = Box::leak(template);
         if rc != 0 {
