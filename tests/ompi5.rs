@@ -225,10 +225,16 @@ fn one_sided_accumulate_and_atomics_over_ours() {
     if !ompi5::available() {
         return;
     }
+    passes_over_tcp_and_ours("rma_accumulate", &["--quick"], &[2, 4]);
+}
+
+/// `program` with `args` at each of `ranks` on stock tcp (the control), rusnic and
+/// rsmcuda.
+fn passes_over_tcp_and_ours(program: &str, args: &[&str], ranks: &[u32]) {
     for config in [stock_tcp(), rusnic(), rsmcuda()] {
-        for ranks in [2, 4] {
-            Job::new(&config, ranks, config.program("rma_accumulate"))
-                .args(&["--quick"])
+        for &n in ranks {
+            Job::new(&config, n, config.program(program))
+                .args(args)
                 .run()
                 .assert_passed();
         }
@@ -246,13 +252,7 @@ fn one_sided_put_and_get_of_many_fragments_over_ours() {
     if !ompi5::available() {
         return;
     }
-    for config in [stock_tcp(), rusnic(), rsmcuda()] {
-        for ranks in [2, 3] {
-            Job::new(&config, ranks, config.program("rma_sizes"))
-                .run()
-                .assert_passed();
-        }
-    }
+    passes_over_tcp_and_ours("rma_sizes", &[], &[2, 3]);
 }
 
 /// Known upstream defect (Open MPI 5.0.7, every transport; 4.1.4 is right): a message

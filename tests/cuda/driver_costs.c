@@ -72,8 +72,10 @@ struct copy {
     size_t n;
 };
 
-static void spin_event(CUevent e)
+/* Records `e` on `s` and polls it until the work before it is done. */
+static void record_and_spin(CUevent e, CUstream s)
 {
+    cu_check(cuEventRecord(e, s), "cuEventRecord");
     CUresult r;
     while ((r = cuEventQuery(e)) == CUDA_ERROR_NOT_READY)
         ;
@@ -143,29 +145,25 @@ static void async_dtoh_pinned_spin_event(void *a)
 {
     struct copy *c = a;
     cu_check(cuMemcpyDtoHAsync(c->pinned, c->dev, c->n, c->stream), "cuMemcpyDtoHAsync");
-    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
-    spin_event(c->event);
+    record_and_spin(c->event, c->stream);
 }
 static void async_dtoh_registered_spin_event(void *a)
 {
     struct copy *c = a;
     cu_check(cuMemcpyDtoHAsync(c->registered, c->dev, c->n, c->stream), "cuMemcpyDtoHAsync");
-    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
-    spin_event(c->event);
+    record_and_spin(c->event, c->stream);
 }
 static void async_htod_pinned_spin_event(void *a)
 {
     struct copy *c = a;
     cu_check(cuMemcpyHtoDAsync(c->dev2, c->pinned, c->n, c->stream), "cuMemcpyHtoDAsync");
-    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
-    spin_event(c->event);
+    record_and_spin(c->event, c->stream);
 }
 static void async_htod_registered_spin_event(void *a)
 {
     struct copy *c = a;
     cu_check(cuMemcpyHtoDAsync(c->dev2, c->registered, c->n, c->stream), "cuMemcpyHtoDAsync");
-    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
-    spin_event(c->event);
+    record_and_spin(c->event, c->stream);
 }
 static void dtod_sync(void *a)
 {
@@ -176,8 +174,7 @@ static void async_dtod_spin_event(void *a)
 {
     struct copy *c = a;
     cu_check(cuMemcpyDtoDAsync(c->dev2, c->dev, c->n, c->stream), "cuMemcpyDtoDAsync");
-    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
-    spin_event(c->event);
+    record_and_spin(c->event, c->stream);
 }
 static void async_dtod_only(void *a)
 {
@@ -187,8 +184,7 @@ static void async_dtod_only(void *a)
 static void event_record_query(void *a)
 {
     struct copy *c = a;
-    cu_check(cuEventRecord(c->event, c->stream), "cuEventRecord");
-    spin_event(c->event);
+    record_and_spin(c->event, c->stream);
 }
 static void memtype_of_device(void *a)
 {
@@ -266,8 +262,7 @@ static void ipc_copy_spin_event(void *a)
 {
     struct ipc *p = a;
     cu_check(cuMemcpyDtoDAsync(p->own, p->mapped, p->n, p->stream), "cuMemcpyDtoDAsync");
-    cu_check(cuEventRecord(p->event, p->stream), "cuEventRecord");
-    spin_event(p->event);
+    record_and_spin(p->event, p->stream);
 }
 
 static const size_t copy_sizes[] = {8, 4096, COPY_MAX};
@@ -441,7 +436,9 @@ typedef CUresult (*batch_fn)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t,
                              CUmemcpyAttributes *, size_t *, size_t, size_t *, CUstream);
 static batch_fn memcpy_batch;
 
-static void pp_copy_engine(struct pp *p, size_t n)
+/* The IPC copy of n bytes into this rank's buffer, queued by cuMemcpyBatchAsync with
+ * the driver asked to prefer a copy engine. */
+static CUresult copy_engine_copy(struct pp *p, size_t n)
 {
     CUdeviceptr dst = p->rdev, src = p->peer_sdev;
     size_t size = n, idx = 0, fail = 0;
@@ -451,10 +448,13 @@ static void pp_copy_engine(struct pp *p, size_t n)
     attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
     attr.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
     attr.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
-    cu_check(memcpy_batch(&dst, &src, &size, 1, &attr, &idx, 1, &fail, p->stream),
-             "cuMemcpyBatchAsync");
-    cu_check(cuEventRecord(p->event, p->stream), "cuEventRecord");
-    spin_event(p->event);
+    return memcpy_batch(&dst, &src, &size, 1, &attr, &idx, 1, &fail, p->stream);
+}
+
+static void pp_copy_engine(struct pp *p, size_t n)
+{
+    cu_check(copy_engine_copy(p, n), "cuMemcpyBatchAsync");
+    record_and_spin(p->event, p->stream);
 }
 
 /* One message of n bytes from this rank to the peer (send side) or back (receive). */
@@ -464,8 +464,7 @@ static void pp_send(struct pp *p, enum pp_route route, size_t n, uint64_t seq)
         cu_check(cuMemcpyDtoH(pp_stage_of(p, p->me), p->sdev, n), "cuMemcpyDtoH");
     } else if (route == PP_LOCAL) {
         cu_check(cuMemcpyDtoDAsync(p->rdev, p->sdev, n, p->stream), "cuMemcpyDtoDAsync");
-        cu_check(cuEventRecord(p->event, p->stream), "cuEventRecord");
-        spin_event(p->event);
+        record_and_spin(p->event, p->stream);
     }
     pp_signal(p, seq);
 }
@@ -478,8 +477,7 @@ static void pp_receive(struct pp *p, enum pp_route route, size_t n, uint64_t seq
         pp_copy_engine(p, n);
     } else if (route == PP_IPC) {
         cu_check(cuMemcpyDtoDAsync(p->rdev, p->peer_sdev, n, p->stream), "cuMemcpyDtoDAsync");
-        cu_check(cuEventRecord(p->event, p->stream), "cuEventRecord");
-        spin_event(p->event);
+        record_and_spin(p->event, p->stream);
     }
 }
 
@@ -533,16 +531,7 @@ static void pingpongs(unsigned char *check)
     /* A driver (or the stand-in) may name it and still not do it: one trial copy. */
     int ce_ok = 1;
     if (in_pair && memcpy_batch) {
-        CUdeviceptr dst = p.rdev, src = p.peer_sdev;
-        size_t size = 8, idx = 0, fail = 0;
-        CUmemcpyAttributes attr;
-        memset(&attr, 0, sizeof attr);
-        attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-        attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        attr.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        attr.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
-        ce_ok = memcpy_batch(&dst, &src, &size, 1, &attr, &idx, 1, &fail, p.stream) ==
-                CUDA_SUCCESS;
+        ce_ok = copy_engine_copy(&p, 8) == CUDA_SUCCESS;
         cu_check(cuStreamSynchronize(p.stream), "cuStreamSynchronize");
     } else if (in_pair) {
         ce_ok = 0;

@@ -567,10 +567,10 @@ impl Node {
             out.fetch_sub(1, Ordering::AcqRel);
         }
         let status = if ack.ok() { 0 } else { mca::sys::OPAL_ERROR };
-        // The callback is told where the fragment went: a caller that sends the same
+        // A callback is told where the fragment went: a caller that sends the same
         // descriptor again from it (the BTL base's active-message RDMA, which osc/rdma
         // uses on 5.0, queues its next packet with this endpoint) needs it.
-        let endpoint = self.endpoint(extra.peer.load(Ordering::Relaxed));
+        let endpoint = || self.endpoint(extra.peer.load(Ordering::Relaxed));
         if extra.silent.load(Ordering::Acquire) {
             lock(&self.send)
                 .pool
@@ -578,7 +578,7 @@ impl Node {
                 .map_err(|e| e.to_string())?;
         } else if des.btl_owned() {
             // SAFETY: the descriptor is live and BTL-owned; ob1 does not free it.
-            unsafe { btl.complete(endpoint, des, status) };
+            unsafe { btl.complete(endpoint(), des, status) };
             lock(&self.send)
                 .pool
                 .complete(ack)
@@ -591,7 +591,7 @@ impl Node {
                 side.keep(frag);
             }
             // SAFETY: live descriptor owned by ob1, which may free it in the callback.
-            unsafe { btl.complete(endpoint, des, status) };
+            unsafe { btl.complete(endpoint(), des, status) };
         }
         Ok(())
     }

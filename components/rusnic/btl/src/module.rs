@@ -77,9 +77,6 @@ pub struct Rusnic {
     /// error report. Progress still moves datagrams (the peers get their data and
     /// acknowledgements); descriptors are freed without their callbacks.
     finalizing: AtomicBool,
-    /// Whether rusnic adds a process of its own job that sends before ob1 added it
-    /// (only where ob1 does not add the whole job at once: see `module_flags` in lib.rs).
-    adds_unknown_senders: bool,
 }
 
 impl Rusnic {
@@ -91,7 +88,6 @@ impl Rusnic {
             awaiting_ack: Mutex::new(HashMap::new()),
             peers: Mutex::new(HashMap::new()),
             endpoints: Mutex::new(HashMap::new()),
-            adds_unknown_senders: mca::proc::startup() == mca::proc::Startup::Other,
             puts: Mutex::new(Puts::default()),
             regions: Mutex::new(Regions::default()),
             isn: contact.isn,
@@ -168,7 +164,9 @@ impl Rusnic {
             eng.drain_events(&mut events);
             strangers = eng.take_new_early_senders();
         }
-        if this.adds_unknown_senders {
+        // Where ob1 adds the whole job at once (see `module_flags` in lib.rs) it adds
+        // such senders itself; otherwise rusnic does.
+        if !strangers.is_empty() && btl.flags() & sys::MCA_BTL_FLAGS_SINGLE_ADD_PROCS == 0 {
             for id in strangers {
                 this.add_unknown_sender(btl, id);
             }

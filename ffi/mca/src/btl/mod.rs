@@ -219,6 +219,12 @@ impl<M: BtlModule> Btl<M> {
         unsafe { (*self.base.get()).btl_eager_limit }
     }
 
+    /// The module's `btl_flags` as ob1 sees them (`MCA_BTL_FLAGS_*`).
+    pub fn flags(&self) -> u32 {
+        // SAFETY: plain field read of our own struct.
+        unsafe { (*self.base.get()).btl_flags }
+    }
+
     /// Largest fragment ob1 will hand us.
     pub fn max_send_size(&self) -> usize {
         // SAFETY: plain field read of our own struct.
