@@ -3,8 +3,8 @@
 //! make targets the Makefile defines; parameters and MPI_T pvars of ours (`btl_rusnic_*`,
 //! `btl_rsmcuda_*`, `mtl_rofi_*`) that the built components register (as `ompi_info`
 //! lists them); `--mca` names this Open MPI registers; repository
-//! paths that exist. The top README names every make target and has a troubleshooting
-//! entry for every show_help topic of configure-support/help, and no entry for a topic
+//! paths that exist. The top README (with docs/tests.md, which it links) names every make
+//! target, has a troubleshooting entry for every show_help topic of configure-support/help, and no entry for a topic
 //! that does not exist. No tracked file uses the word for an MPI Session in any other sense.
 //!
 //! The checkers are plain functions over text, so each is also run on a broken
@@ -268,7 +268,7 @@ fn registered_mca_names() -> BTreeSet<String> {
 }
 
 #[test]
-fn every_make_target_a_doc_names_exists_and_the_readme_names_every_target() {
+fn every_make_target_a_doc_names_exists_and_the_user_docs_name_every_target() {
     let defined = makefile_targets(&read(Path::new("Makefile")));
     assert!(
         defined.contains("check") && defined.contains("gpu-bundle"),
@@ -287,15 +287,31 @@ fn every_make_target_a_doc_names_exists_and_the_readme_names_every_target() {
         "make targets the Makefile does not define:\n{}",
         wrong.join("\n")
     );
-    let in_readme = make_targets_named(&read(Path::new("README.md")));
+    // The README names the targets a user runs and links docs/tests.md for the
+    // building blocks; between them every target is named.
+    let readme = read(Path::new("README.md"));
+    assert!(
+        readme.contains("(docs/tests.md)"),
+        "README.md must link docs/tests.md"
+    );
+    let mut named = make_targets_named(&readme);
+    named.extend(make_targets_named(&read(Path::new("docs/tests.md"))));
     let unnamed: Vec<&String> = defined
         .iter()
-        .filter(|t| *t != "all" && !in_readme.contains(*t))
+        .filter(|t| *t != "all" && !named.contains(*t))
         .collect();
     assert!(
         unnamed.is_empty(),
-        "make targets README.md does not name: {unnamed:?}"
+        "make targets neither README.md nor docs/tests.md names: {unnamed:?}"
     );
+}
+
+/// A user's guide read once: its length is kept, the history goes to CHANGELOG.md and
+/// docs/bench.
+#[test]
+fn the_readme_stays_under_300_lines() {
+    let lines = read(Path::new("README.md")).lines().count();
+    assert!(lines < 300, "README.md has {lines} lines (at most 299)");
 }
 
 #[test]
