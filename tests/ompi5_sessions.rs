@@ -11,6 +11,11 @@
 //! record's header ("invalid header 0x14100030012"). Fast box records now keep
 //! `FBOX_TAIL` bytes after each payload (components/rsmcuda/shm/src/fbox.rs).
 //!
+//! Under cm such a communicator has an index per process too; rofi's messages carry
+//! their receiver's, which each process publishes through PMIx when the communicator is
+//! made (ffi/mca `Comm::remote_context_id`); before, 5.0 refused these communicators
+//! under cm + rofi.
+//!
 //! tests/ompi5/mpi_session_only.c is a program of the MPI Sessions model alone (no MPI_Init).
 //!
 //! Every test prints `SKIPPED` and passes when the installation or our 5.0 build is
@@ -53,6 +58,67 @@ fn comm_from_group_rsmcuda() {
 #[test]
 fn comm_from_group_rusnic() {
     passes_with_btl("rusnic", "self,rusnic");
+}
+
+/// cm with `mtl` on the libfabric provider `provider`, on 5.0.
+fn cm_config(name: &str, mtl: &str, provider: &str) -> McaConfig {
+    on_ompi5(McaConfig::new(
+        name,
+        &[
+            ("pml", "cm"),
+            ("mtl", mtl),
+            (&format!("mtl_{mtl}_provider_include"), provider),
+        ],
+    ))
+}
+
+/// comm_from_group at 2 and 4 ranks under cm.
+fn passes_with_mtl(config: &McaConfig) {
+    if !ompi5::available() {
+        return;
+    }
+    let binary = config.program("comm_from_group");
+    for ranks in [2, 4] {
+        let out = Job::new(config, ranks, &binary)
+            .timeout(Duration::from_secs(120))
+            .run();
+        out.assert_passed();
+        let (passed, _) = out.counts().expect("counts");
+        assert!(passed > 0, "{}", out.report());
+    }
+}
+
+/// Under cm a communicator made from a group has an index per process: rofi's
+/// messages carry the receiver's (`Comm::remote_context_id`), through the provider's
+/// tag matching (tcp) and through rofi's own (shm, where rofi matches messages
+/// itself). Before, cm refused such communicators ("does not support MPI sessions
+/// related features"). The stock OFI MTL is the control.
+#[test]
+fn comm_from_group_rofi_tcp() {
+    passes_with_mtl(&cm_config("rofi-tcp", "rofi", "tcp;ofi_rxm"));
+}
+
+#[test]
+fn comm_from_group_rofi_shm() {
+    passes_with_mtl(&cm_config("rofi-shm", "rofi", "shm"));
+}
+
+/// A scalable endpoint with communicators spread over 4 contexts: both ends choose a
+/// communicator's context from the id they agree on (`Comm::agreed_id`), not from
+/// their own indices.
+#[test]
+fn comm_from_group_rofi_sockets_sep4_grouping() {
+    passes_with_mtl(
+        &cm_config("rofi-sockets-sep4-grouping", "rofi", "sockets")
+            .with("mtl_rofi_enable_sep", "1")
+            .with("mtl_rofi_num_ctxts", "4")
+            .with("mtl_rofi_thread_grouping", "1"),
+    );
+}
+
+#[test]
+fn comm_from_group_stock_ofi() {
+    passes_with_mtl(&cm_config("stock-ofi-tcp", "ofi", "tcp;ofi_rxm"));
 }
 
 /// tests/ompi5/mpi_session_only.c (MPI Sessions without MPI_Init, two in a row, a rank
@@ -103,6 +169,15 @@ fn mpi_session_only_rusnic() {
             &[1, 2, 4],
             &[],
         );
+    }
+}
+
+#[test]
+fn mpi_session_only_rofi() {
+    if ompi5::available() {
+        for (name, provider) in [("rofi-tcp", "tcp;ofi_rxm"), ("rofi-shm", "shm")] {
+            mpi_session_only_passes(&cm_config(name, "rofi", provider), &[1, 2, 4], &[]);
+        }
     }
 }
 

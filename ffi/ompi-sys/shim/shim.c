@@ -1,6 +1,8 @@
 #include "shim.h"
 
 #include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
 
 #include "ompi/runtime/mpiruntime.h"
 
@@ -118,5 +120,74 @@ int rmca_register_cleanup(const char *path)
     if (NULL == opal_pmix.register_cleanup)
         return OPAL_ERR_NOT_SUPPORTED;
     return opal_pmix.register_cleanup((char *) path, false, false, false);
+#endif
+}
+
+#if OMPI_MAJOR_VERSION >= 5
+/* The PMIx key of this communicator's per-process index: its 128-bit id, which every
+ * member agrees on. */
+static void comm_index_key(const ompi_communicator_t *comm, char key[PMIX_MAX_KEYLEN + 1])
+{
+    snprintf(key, PMIX_MAX_KEYLEN + 1, "rmca.cid.%016" PRIx64 ".%016" PRIx64,
+             comm->c_contextid.cid_base, comm->c_contextid.cid_sub.u64);
+}
+#endif
+
+int rmca_comm_publish_index(ompi_communicator_t *comm)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    if (OMPI_COMM_IS_GLOBAL_INDEX(comm))
+        return OMPI_SUCCESS;
+    char key[PMIX_MAX_KEYLEN + 1];
+    comm_index_key(comm, key);
+    uint32_t index = comm->c_index;
+    int rc;
+    OPAL_MODEX_SEND_VALUE(rc, PMIX_GLOBAL, key, &index, PMIX_UINT32);
+    if (PMIX_SUCCESS == rc)
+        rc = PMIx_Commit();
+    return PMIX_SUCCESS == rc ? OMPI_SUCCESS : opal_pmix_convert_status(rc);
+#else
+    (void) comm;
+    return OMPI_SUCCESS;
+#endif
+}
+
+int rmca_comm_remote_index(ompi_communicator_t *comm, int dest, uint32_t timeout_s,
+                           uint32_t *index)
+{
+#if OMPI_MAJOR_VERSION >= 5
+    if (OMPI_COMM_IS_GLOBAL_INDEX(comm)) {
+        *index = comm->c_index;
+        return OMPI_SUCCESS;
+    }
+    if (NULL != comm->c_index_vec && 0 != comm->c_index_vec[dest]) {
+        *index = comm->c_index_vec[dest];
+        return OMPI_SUCCESS;
+    }
+    char key[PMIX_MAX_KEYLEN + 1];
+    comm_index_key(comm, key);
+    pmix_proc_t peer;
+    OPAL_PMIX_CONVERT_NAME(&peer, &ompi_comm_peer_lookup(comm, dest)->super.proc_name);
+    pmix_info_t info;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout_s, PMIX_UINT32);
+    pmix_value_t *value = NULL;
+    int rc = PMIx_Get(&peer, key, &info, 1, &value);
+    PMIX_INFO_DESTRUCT(&info);
+    if (PMIX_SUCCESS == rc && (NULL == value || PMIX_UINT32 != value->type))
+        rc = PMIX_ERR_TYPE_MISMATCH;
+    if (PMIX_SUCCESS == rc) {
+        *index = value->data.uint32;
+        if (NULL != comm->c_index_vec)
+            comm->c_index_vec[dest] = *index;
+    }
+    if (NULL != value)
+        PMIX_VALUE_RELEASE(value);
+    return PMIX_SUCCESS == rc ? OMPI_SUCCESS : opal_pmix_convert_status(rc);
+#else
+    (void) dest;
+    (void) timeout_s;
+    *index = comm->c_contextid;
+    return OMPI_SUCCESS;
 #endif
 }

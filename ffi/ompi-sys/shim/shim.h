@@ -45,6 +45,17 @@ int rmca_btl_device_rendezvous_default(const mca_base_component_t *component,
 uint64_t rmca_proc_name_hash(const opal_proc_t *proc);
 uint64_t rmca_my_name_hash(void);
 
+/* Communicators made from groups (MPI Sessions, Open MPI 5): each member has its own
+ * index of such a communicator, and a message carries its receiver's. Publish puts this
+ * process's index through PMIx under a key named by the communicator's 128-bit id, once,
+ * when the MTL adds the communicator; remote looks up `dest`'s (blocking in PMIx_Get
+ * until `dest` has published it, at most `timeout_s`) and keeps it in the communicator
+ * (c_index_vec, Open MPI's own cache of remote indices). For a communicator every
+ * member indexes alike, and on 4.1, publish does nothing and remote is the shared id. */
+int rmca_comm_publish_index(ompi_communicator_t *comm);
+int rmca_comm_remote_index(ompi_communicator_t *comm, int dest, uint32_t timeout_s,
+                           uint32_t *index);
+
 /* opal_pmix.register_cleanup(path, false, false, false): the PMIx server removes the file
  * when this process terminates, however it ends (as vader registers its segments).
  * OPAL_ERR_NOT_SUPPORTED when the PMIx component offers no cleanup. */

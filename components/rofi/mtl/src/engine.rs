@@ -198,7 +198,7 @@ impl Engine {
     /// come from, and the receive context ours must reach.
     pub fn route(&self, comm: Comm, rank: i32) -> Result<(u64, u64)> {
         let peer = self.peer(comm, rank)?;
-        let rx = ContextMap::remote(comm.context_id(), peer.ctxts);
+        let rx = ContextMap::remote(comm.agreed_id(), peer.ctxts);
         Ok((peer.addr, self.fabric_of(peer.rail).rx_addr(peer.addr, rx)))
     }
 
@@ -208,9 +208,11 @@ impl Engine {
         Ok((self.fabric_of(peer.rail), peer.addr))
     }
 
-    /// This process's context for `comm` (and the one this thread now works on).
+    /// This process's context for `comm` (and the one this thread now works on). Chosen
+    /// by the id every member computes alike, so a sender's [`Engine::route`] reaches
+    /// the context the receiver posted on.
     pub fn ctx_of(&self, comm: Comm) -> u32 {
-        let c = self.contexts.local(comm.context_id());
+        let c = self.contexts.local(comm.agreed_id());
         note_ctx(c);
         c
     }

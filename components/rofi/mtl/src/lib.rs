@@ -529,7 +529,9 @@ impl MtlComponent for Rofi {
         let limits = MtlLimits {
             max_contextid: max_contextid(&engine, layout),
             max_tag: max_tag(&engine, layout),
-            flags: 0,
+            // Communicators made from groups (MPI Sessions): a message carries the id
+            // its receiver matches on (`Comm::remote_context_id`).
+            flags: mca::mtl::FLAG_EXTENDED_CIDS,
         };
         if ENGINE.set(engine).is_err() {
             return Err(Error::ERROR);
@@ -575,6 +577,18 @@ impl MtlModule for RofiModule {
     fn del_procs(_mtl: &Mtl<Self>, procs: &[*mut sys::ompi_proc_t]) -> Result<()> {
         engine()?.del_procs(procs);
         Ok(())
+    }
+
+    /// A communicator made from a group (MPI Sessions) has an index per process: this
+    /// process's is published for the peers' first messages (`Comm::remote_context_id`).
+    fn add_comm(_mtl: &Mtl<Self>, comm: Comm) -> Result<()> {
+        comm.publish_index().inspect_err(|e| {
+            verbose!(
+                stream(),
+                1,
+                "mtl:rofi: could not publish this process's index of a communicator: {e}"
+            );
+        })
     }
 
     fn finalize(_mtl: &Mtl<Self>) -> Result<()> {

@@ -50,7 +50,7 @@ impl Engine {
         let (from, to) = self.route(comm, dest)?;
         let ctx = self.ctx_of(comm);
         let buffer = SendBuffer::new(convertor)?;
-        let plan = self.plan(comm, tag, bytes_of(&buffer).1, mode, kind)?;
+        let plan = self.plan(comm, dest, tag, bytes_of(&buffer).1, mode, kind)?;
         Ok(Prepared {
             from,
             to,
@@ -63,13 +63,16 @@ impl Engine {
     fn plan(
         &self,
         comm: Comm,
+        dest: i32,
         tag: i32,
         len: usize,
         mode: SendMode,
         kind: SendKind,
     ) -> Result<SendPlan> {
         let req = SendRequest {
-            cid: comm.context_id(),
+            // The id `dest` matches on: on a communicator made from a group (in the
+            // MPI Sessions model) each member has its own.
+            cid: comm.remote_context_id(dest)?,
             src_rank: comm.rank() as u32,
             // Internal (collective) tags below the layout's range are folded into it;
             // receives fold the same way, so both sides agree.
@@ -316,6 +319,7 @@ impl Engine {
         let (to, c) = (self.route(comm, dest)?.1, self.ctx_of(comm));
         let plan = self.plan(
             comm,
+            dest,
             tag,
             packer.bytes(),
             SendMode::Buffered,

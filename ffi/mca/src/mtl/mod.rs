@@ -83,6 +83,20 @@ impl Status {
     }
 }
 
+/// The `mtl_flags` bit of an MTL that sends on communicators whose members index them
+/// differently (made from groups: [`Comm::remote_context_id`]); without it 5.0's cm
+/// refuses such communicators. Open MPI 4.1 has none, and no such bit.
+#[cfg(ompi5)]
+pub const FLAG_EXTENDED_CIDS: u32 = sys::MCA_MTL_BASE_FLAG_SUPPORTS_EXT_CID;
+#[cfg(not(ompi5))]
+pub const FLAG_EXTENDED_CIDS: u32 = 0;
+
+/// How long the first message to a peer on a communicator made from a group waits for
+/// the peer to publish its index of it (the peer publishes it while it makes the
+/// communicator, in the same collective call as ours).
+#[cfg(ompi5)]
+const PEER_INDEX_TIMEOUT_S: u32 = 60;
+
 /// A borrowed communicator.
 #[derive(Debug, Clone, Copy)]
 pub struct Comm(*mut sys::ompi_communicator_t);
@@ -107,15 +121,83 @@ impl Comm {
         unsafe { (*self.0).c_contextid }
     }
 
-    /// The context id that keeps communicators' traffic apart: in Open MPI 5 the
-    /// 32-bit local index (`ompi_comm_get_local_cid`), which every member of a
-    /// communicator created the MPI-3 way agrees on; communicators with extended
-    /// (128-bit) ids, from MPI sessions, would need the remote-cid exchange the
-    /// stock OFI MTL does and are not supported yet.
+    /// The context id that keeps communicators' traffic apart: in Open MPI 5 this
+    /// process's 32-bit index of the communicator (`ompi_comm_get_local_cid`). Receives
+    /// and probes match on it; a message carries its receiver's index
+    /// ([`Comm::remote_context_id`]).
     #[cfg(ompi5)]
     pub fn context_id(&self) -> u32 {
         // SAFETY: valid communicator for the duration of the MTL call.
         unsafe { (*self.0).c_index }
+    }
+
+    /// The context id a message to `dest` carries: the one `dest` matches on. Every
+    /// member of a communicator made the MPI-3 way shares one index; one made from a
+    /// group (MPI Sessions: `MPI_Comm_create_from_group`,
+    /// `MPI_Intercomm_create_from_groups`, and the communicators derived from them) has
+    /// an index per process, which each member publishes through PMIx
+    /// ([`Comm::publish_index`]). The first message to each peer looks it up (waiting
+    /// at most `PEER_INDEX_TIMEOUT_S` for the peer to publish it) and Open MPI's
+    /// communicator keeps the answer. (5.0.7 has `ompi_comm_get_remote_cid` for this,
+    /// as 6.0's UCX PML uses it, but its PMIx lookup finds nothing under 5.0.7's
+    /// runtime.)
+    #[cfg(ompi5)]
+    #[inline]
+    pub fn remote_context_id(&self, dest: i32) -> Result<u32> {
+        // SAFETY: valid communicator for the duration of the MTL call.
+        if unsafe { (*self.0).c_flags } & sys::OMPI_COMM_GLOBAL_INDEX != 0 {
+            return Ok(self.context_id());
+        }
+        let mut index = 0u32;
+        // SAFETY: `dest` is a rank the PML checked; `index` is a valid out pointer.
+        let rc =
+            unsafe { sys::rmca_comm_remote_index(self.0, dest, PEER_INDEX_TIMEOUT_S, &mut index) };
+        crate::error::to_result(rc).map(|_| index)
+    }
+
+    /// Publishes this process's index of a communicator made from a group, for its
+    /// peers' [`Comm::remote_context_id`]; nothing for any other communicator.
+    #[cfg(ompi5)]
+    pub fn publish_index(&self) -> Result<()> {
+        // SAFETY: valid communicator for the duration of the MTL call.
+        crate::error::to_result(unsafe { sys::rmca_comm_publish_index(self.0) }).map(|_| ())
+    }
+
+    /// A 32-bit id of the communicator that every member computes alike, for choices
+    /// both ends of a message must make the same way (which receive context of a
+    /// scalable endpoint serves it): the shared index where there is one, else a fold
+    /// of the 128-bit extended id the members agreed on.
+    #[cfg(ompi5)]
+    pub fn agreed_id(&self) -> u32 {
+        // SAFETY: valid communicator for the duration of the MTL call; `cid_sub` is a
+        // union of a u64 and 8 bytes, either reading of which is defined.
+        unsafe {
+            if (*self.0).c_flags & sys::OMPI_COMM_GLOBAL_INDEX != 0 {
+                return (*self.0).c_index;
+            }
+            let id = (*self.0).c_contextid;
+            let folded = id.cid_base ^ id.cid_sub.u64_.rotate_left(32);
+            (folded ^ (folded >> 32)) as u32
+        }
+    }
+
+    /// Open MPI 4.1 has one context id per communicator, shared by all its members.
+    #[cfg(not(ompi5))]
+    #[inline]
+    pub fn remote_context_id(&self, _dest: i32) -> Result<u32> {
+        Ok(self.context_id())
+    }
+
+    /// Open MPI 4.1: the shared context id.
+    #[cfg(not(ompi5))]
+    pub fn agreed_id(&self) -> u32 {
+        self.context_id()
+    }
+
+    /// Open MPI 4.1: every communicator's id is shared; nothing to publish.
+    #[cfg(not(ompi5))]
+    pub fn publish_index(&self) -> Result<()> {
+        Ok(())
     }
     /// Our rank in the communicator.
     pub fn rank(&self) -> i32 {

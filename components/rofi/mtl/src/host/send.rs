@@ -122,7 +122,10 @@ impl Engine {
         let h = self.host();
         let (fabric, to) = to;
         let env = Envelope {
-            cid: comm.context_id(),
+            // The id `dest` matches on (each member has its own on a communicator
+            // made from a group); the sequence below is kept per that id and peer,
+            // as the receiver keeps it per its own id and sender.
+            cid: comm.remote_context_id(dest)?,
             source: comm.rank() as u32,
             tag,
         };
