@@ -543,6 +543,119 @@ fn rsmcuda_small_device_messages_cost_no_more_driver_work_than_smcuda(build: &Cu
     assert!(ours.2 < 0.01, "an IPC open per message: {ours:?}");
 }
 
+/// What a job held of freed device memory, from malloc_bcast_free's summary (the job's
+/// totals after each iteration's frees and a barrier) and the stand-in's reports (at
+/// exit, and its high-water mark sampled at every IPC open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Held {
+    /// Mappings of freed allocations: the most after any iteration, after the last.
+    max: u64,
+    max_bytes: u64,
+    last: u64,
+    last_bytes: u64,
+    /// IPC mappings open at all: the most after any iteration.
+    open_max: u64,
+    /// Mappings of freed allocations held by some process at one of its IPC opens
+    /// (the largest count of one process).
+    at_open_max: u64,
+    /// At exit: mappings of freed allocations, and mappings never closed (job totals).
+    at_exit: u64,
+    never_closed: u64,
+}
+
+/// malloc_bcast_free at 4 ranks on `btl`: passes, or the test fails; what it held.
+fn malloc_bcast_free(build: &CudaBuild, name: &str, btl: &str, args: &[&str]) -> Held {
+    let run = run_program(build, "malloc_bcast_free", name, btl, 4, args, &[]);
+    run.out.assert_passed();
+    assert_eq!(
+        run.counters.per_process.len(),
+        4,
+        "one stand-in report per rank expected\n{}",
+        run.out.report()
+    );
+    let line = run
+        .out
+        .stdout
+        .lines()
+        .find_map(|l| l.split_once("held after free: max ").map(|(_, rest)| rest))
+        .unwrap_or_else(|| panic!("no summary line\n{}", run.out.report()));
+    // "M mappings (B bytes), last L (LB bytes); open mappings: max O, last OL"
+    let numbers: Vec<u64> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let [max, max_bytes, last, last_bytes, open_max, _] = numbers[..] else {
+        panic!("summary line not understood: {line}");
+    };
+    let held = Held {
+        max,
+        max_bytes,
+        last,
+        last_bytes,
+        open_max,
+        at_open_max: run
+            .counters
+            .each("ipc.freed_held.max")
+            .into_iter()
+            .max()
+            .unwrap_or(0),
+        at_exit: run.count("live.ipc_mappings_freed"),
+        never_closed: run.count("live.ipc_mappings"),
+    };
+    eprintln!(
+        "{name} on {}: {held:?}, IPC opens {}",
+        build.series,
+        run.count("ipc.open.ok")
+    );
+    held
+}
+
+/// ompi#12971's loop (cuMemAlloc, MPI_Bcast, cuMemFree) at 4 ranks, rsmcuda beside the
+/// stock smcuda on the same stand-in, 200 iterations each: every byte right although
+/// freed addresses come back (every time, or moving among three addresses), and
+/// rsmcuda holds no IPC mapping of a freed allocation after any iteration, at any IPC
+/// open, or at exit. smcuda keeps one per (peer, address) it read from, and with moving
+/// addresses more and more (the known stock defect, ompi#12971). A buffer broadcast
+/// twice before it is freed is kept by both (only its owner knows when it is freed):
+/// rsmcuda no more than smcuda, and neither at exit.
+fn nothing_held_after_free(build: &CudaBuild) {
+    if !build.available() || cuda::real_driver() {
+        return;
+    }
+    let ours_and_stock = |name: &str, args: &[&str]| {
+        let mut args = args.to_vec();
+        args.push("--iterations=200");
+        (
+            malloc_bcast_free(build, &format!("rsmcuda-{name}"), "self,rsmcuda", &args),
+            malloc_bcast_free(build, &format!("smcuda-{name}"), "self,smcuda", &args),
+        )
+    };
+    for spread in ["--spread=1", "--spread=3"] {
+        let (ours, stock) = ours_and_stock(&format!("free{spread}"), &[spread]);
+        assert_eq!(
+            (ours.max, ours.max_bytes, ours.at_open_max, ours.at_exit),
+            (0, 0, 0, 0),
+            "rsmcuda held mappings of freed allocations ({spread}): {ours:?}"
+        );
+        assert_eq!(
+            (ours.open_max, ours.never_closed),
+            (0, 0),
+            "rsmcuda kept mappings of buffers read once ({spread}): {ours:?}"
+        );
+        assert!(
+            stock.max > 0,
+            "smcuda no longer holds freed buffers' mappings (ompi#12971 fixed?) ({spread}): \
+             {stock:?}"
+        );
+        assert_eq!(stock.never_closed, 0, "{stock:?}");
+    }
+    let (ours, stock) = ours_and_stock("reused", &["--spread=3", "--uses=2"]);
+    assert!(
+        ours.max <= stock.max && ours.at_exit == 0 && ours.never_closed == 0,
+        "rsmcuda {ours:?} against smcuda {stock:?} (buffers read twice)"
+    );
+}
+
 /// Each test above as `<test>::ompi41` and `<test>::ompi50`.
 macro_rules! on_both_series {
     ($($test:ident),* $(,)?) => {
@@ -573,6 +686,7 @@ on_both_series!(
     rsmcuda_says_once_that_managed_memory_cannot_be_shared,
     rsmcuda_does_not_ask_the_driver_on_every_send_without_a_context,
     rsmcuda_small_device_messages_cost_no_more_driver_work_than_smcuda,
+    nothing_held_after_free,
 );
 
 /// `make gpu-bundle`'s tarball, unpacked elsewhere, runs its whole `--quick` script

@@ -22,6 +22,15 @@ pub fn add(name: &str, n: u64) {
     });
 }
 
+/// Raises counter `name` to `v` if it is below (a high-water mark; created at the first
+/// sample, even when `v` is 0).
+pub fn max(name: &str, v: u64) {
+    with(|m| {
+        let slot = m.entry(name.to_owned()).or_insert(v);
+        *slot = (*slot).max(v);
+    });
+}
+
 /// Counts one call of entry point `name` (`call.<name>`).
 pub fn call(name: &str) {
     add(&format!("call.{name}"), 1);

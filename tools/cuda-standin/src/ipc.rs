@@ -91,8 +91,13 @@ impl State {
         .encode())
     }
 
-    /// cuIpcOpenMemHandle.
+    /// cuIpcOpenMemHandle. Samples first what this process holds of freed
+    /// allocations (`ipc.freed_held.max`, `ipc.freed_held.max_bytes`): a transport's
+    /// cache that keeps them shows here while the job runs, not only at exit.
     pub fn ipc_open_mem(&mut self, bytes: &[u8; HANDLE_SIZE]) -> Result<usize, CuResult> {
+        let (freed, freed_bytes) = self.mem.ipc_freed();
+        crate::counters::max("ipc.freed_held.max", freed);
+        crate::counters::max("ipc.freed_held.max_bytes", freed_bytes);
         let h = MemHandle::decode(bytes).ok_or(INVALID_VALUE)?;
         let ctx = self.current_ctx()?;
         if h.pid == std::process::id() {

@@ -429,6 +429,31 @@ impl Memory {
         (self.allocs.len() as u64 - ipc, ipc)
     }
 
+    /// IPC mappings open here whose allocation no longer exists in its owner (its file
+    /// is gone: unlinked at the owner's `cuMemFree`, or at its exit): how many, and
+    /// their bytes, which the mapping alone keeps alive.
+    pub fn ipc_freed(&self) -> (u64, u64) {
+        self.allocs
+            .values()
+            .filter_map(|a| match a.origin {
+                Origin::Ipc { pid, remote_id } => Some((pid, remote_id, a.size)),
+                Origin::Own { .. } => None,
+            })
+            .filter(|&(pid, id, _)| !std::path::Path::new(&file_path(pid, id)).exists())
+            .fold((0, 0), |(n, bytes), (_, _, size)| {
+                (n + 1, bytes + size as u64)
+            })
+    }
+
+    /// Bytes of every IPC mapping open here.
+    pub fn ipc_bytes(&self) -> u64 {
+        self.allocs
+            .values()
+            .filter(|a| matches!(a.origin, Origin::Ipc { .. }))
+            .map(|a| a.size as u64)
+            .sum()
+    }
+
     /// Exit: unlink every file we own (mappings go with the process).
     pub fn unlink_all(&mut self) {
         for a in self.allocs.values() {

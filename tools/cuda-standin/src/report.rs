@@ -13,12 +13,18 @@ pub fn get(name: &str) -> Option<u64> {
     snapshot().get(name).copied()
 }
 
-/// All counters plus the gauges `live.allocations` and `live.ipc_mappings`.
+/// All counters plus the gauges: `live.allocations`, `live.ipc_mappings` and
+/// `live.ipc_mapped_bytes`, and `live.ipc_mappings_freed` / `live.ipc_freed_bytes`
+/// (mappings whose owner has freed the allocation since, or exited).
 pub fn snapshot() -> BTreeMap<String, u64> {
     let mut m = counters::values();
     let (allocs, maps) = state::live_counts();
+    let (freed, freed_bytes, mapped_bytes) = state::ipc_held();
     m.insert("live.allocations".into(), allocs);
     m.insert("live.ipc_mappings".into(), maps);
+    m.insert("live.ipc_mapped_bytes".into(), mapped_bytes);
+    m.insert("live.ipc_mappings_freed".into(), freed);
+    m.insert("live.ipc_freed_bytes".into(), freed_bytes);
     m
 }
 

@@ -175,6 +175,18 @@ pub fn live_counts() -> (u64, u64) {
     }
 }
 
+/// (mappings of freed allocations, their bytes, bytes of all IPC mappings): the
+/// report's gauges of what IPC mappings hold (see `Memory::ipc_freed`).
+pub fn ipc_held() -> (u64, u64, u64) {
+    match lock().as_ref() {
+        Some(s) => {
+            let (freed, freed_bytes) = s.mem.ipc_freed();
+            (freed, freed_bytes, s.mem.ipc_bytes())
+        }
+        None => (0, 0, 0),
+    }
+}
+
 /// At exit: unlinks every file this process still owns. Waits a little for the lock in
 /// case another thread holds it, and gives up rather than hang the exit.
 pub fn unlink_all_at_exit() {

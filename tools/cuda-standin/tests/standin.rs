@@ -117,6 +117,7 @@ fn child() {
         "memory" => memory(),
         "exporter" => exporter(),
         "importer" => importer(),
+        "holder" => holder(),
         "async" => lazy_streams(),
         "inject" => inject(),
         "report" => {
@@ -310,6 +311,65 @@ fn importer() {
     assert_eq!((count("ipc.open.ok"), count("ipc.close")), (1, 1));
 }
 
+/// Opens `MEM` and holds it while the exporter frees it (one stdin line brings the
+/// reallocated buffer's handle): the mapping is then counted as one of a freed
+/// allocation, its bytes still readable, until it is closed.
+fn holder() {
+    setup(0);
+    let n = 1 << 20;
+    let h = unhex(&std::env::var("MEM").unwrap());
+    let mut p: CuPtr = 0;
+    ok(cu!(cuIpcOpenMemHandle_v2(&mut p, h, 1)));
+    assert_eq!(
+        (
+            count("live.ipc_mappings_freed"),
+            count("live.ipc_mapped_bytes")
+        ),
+        (0, n as u64)
+    );
+    println!("HELD");
+    std::io::stdout().flush().unwrap();
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line).unwrap();
+    let reused = unhex(line.trim().strip_prefix("REUSED ").unwrap());
+    assert_eq!(
+        (
+            count("live.ipc_mappings_freed"),
+            count("live.ipc_freed_bytes")
+        ),
+        (1, n as u64),
+        "the exporter freed it"
+    );
+    let mut back = vec![0u8; n];
+    ok(cu!(cuMemcpyDtoH_v2(back.as_mut_ptr().cast(), p, n)));
+    assert!(
+        back.iter()
+            .enumerate()
+            .all(|(i, &b)| b == (i * 7 % 256) as u8),
+        "the mapping keeps the freed allocation's bytes alive"
+    );
+    // Opening the reallocated buffer samples what is held at that moment.
+    let mut q: CuPtr = 0;
+    ok(cu!(cuIpcOpenMemHandle_v2(&mut q, reused, 1)));
+    assert_eq!(
+        (
+            count("ipc.freed_held.max"),
+            count("ipc.freed_held.max_bytes")
+        ),
+        (1, n as u64)
+    );
+    ok(cu!(cuIpcCloseMemHandle(p)));
+    assert_eq!(
+        (
+            count("live.ipc_mappings_freed"),
+            count("live.ipc_freed_bytes"),
+            count("live.ipc_mappings")
+        ),
+        (0, 0, 1)
+    );
+    ok(cu!(cuIpcCloseMemHandle(q)));
+}
+
 fn lazy_streams() {
     setup(0);
     let n = 4096;
@@ -448,6 +508,35 @@ fn report_file_and_no_residue() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// An importer holding a mapping while the exporter frees the allocation: the
+/// stand-in counts it as a mapping of a freed allocation (what a transport's IPC cache
+/// can leak) until it is closed.
+#[test]
+fn a_mapping_held_after_the_owner_frees_is_counted() {
+    let (mut exp, mut out) = spawn_exporter();
+    let mem = read_tagged(&mut out, "MEM ")[0].clone();
+    let mut holder = command("holder", &[("RMCA_CUDA_STANDIN", "1"), ("MEM", &mem)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut held = BufReader::new(holder.stdout.take().unwrap());
+    read_tagged(&mut held, "HELD");
+    let mut stdin = exp.stdin.take().unwrap();
+    writeln!(stdin, "free").unwrap();
+    let reused = read_tagged(&mut out, "REUSED ")[0].clone();
+    let mut to_holder = holder.stdin.take().unwrap();
+    writeln!(to_holder, "REUSED {reused}").unwrap();
+    drop(to_holder);
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut held, &mut rest);
+    assert!(holder.wait().unwrap().success(), "{rest}");
+    assert!(rest.contains("SCENARIO holder OK"), "{rest}");
+    writeln!(stdin, "exit").unwrap();
+    drop(stdin);
+    assert!(exp.wait().unwrap().success());
+}
+
 fn spawn_exporter() -> (Child, BufReader<std::process::ChildStdout>) {
     let mut c = command("exporter", &[("RMCA_CUDA_STANDIN", "1")])
         .stdin(Stdio::piped())
@@ -463,7 +552,7 @@ fn read_tagged(out: &mut BufReader<std::process::ChildStdout>, tag: &str) -> Vec
         let mut line = String::new();
         assert!(
             out.read_line(&mut line).unwrap() > 0,
-            "exporter ended before {tag}"
+            "the child ended before {tag}"
         );
         // libtest prints "test child ... " on the same line before the child's output.
         if let Some(at) = line.find(tag) {

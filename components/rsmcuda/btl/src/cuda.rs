@@ -590,9 +590,12 @@ pub fn get(peer: u32, region: &DeviceRegion, op: RdmaOp, done: RdmaCompletion) -
     let mut guard = lock(&cuda.gets);
     if guard.is_none() {
         let p = params::get();
+        // A mapping is kept once its allocation is read again, not after its first
+        // use: a buffer sent once and freed is never held (rsmcuda_core::cache).
         let cfg = CacheConfig {
             size_limit: p.cuda_cache_limit.get() as u64,
             keep_released: true,
+            keep_first_use: false,
         };
         match DeviceGets::new(cuda.driver, cfg, p.cuda_event_max.get().max(1) as usize) {
             Ok(g) => *guard = Some(g),

@@ -98,7 +98,8 @@ const TABLE: &[(&str, &str, PvarClass, &AtomicU64)] = &[
     ),
     (
         "cuda_ipc_cache_evictions",
-        "IPC mappings closed to make room or because the peer's handle changed",
+        "IPC mappings closed to make room, or stale: the peer allocated anew at or over \
+         their address",
         PvarClass::Counter,
         &CACHE_EVICTIONS,
     ),

@@ -213,6 +213,13 @@ fn a_reallocated_buffer_at_the_same_address_is_reopened() {
     // SAFETY: fake memory.
     unsafe { gets.start(3, &old, 0x1000, 0x8000, 64, 1) }.unwrap();
     drain(&mut gets);
+    let counts = |gpu: &Fake| (gpu.0.borrow().opens, gpu.0.borrow().closes);
+    assert_eq!(counts(&gpu), (1, 1), "read once: closed after its copy");
+    // Read again: opened again and kept.
+    // SAFETY: fake memory.
+    unsafe { gets.start(3, &old, 0x1000, 0x8000, 64, 1) }.unwrap();
+    drain(&mut gets);
+    assert_eq!(counts(&gpu), (2, 1));
     gpu.free(1);
     let new = gpu.alloc(2, 0x1000, &[2; 64]);
     // SAFETY: fake memory.
@@ -225,6 +232,11 @@ fn a_reallocated_buffer_at_the_same_address_is_reopened() {
         "no stale mapping was used"
     );
     assert_eq!(gets.stats().stale, 1);
+    assert_eq!(
+        counts(&gpu),
+        (3, 3),
+        "the stale mapping closed, and the new one after its first use"
+    );
 }
 
 #[test]

@@ -2,13 +2,24 @@
 //!
 //! Opening a peer's IPC handle costs tens of microseconds, so the receiver of an RGET
 //! keeps mappings open. Entries are keyed by (peer, allocation base) and remember the
-//! 64-byte handle they were opened with.
+//! 64-byte handle they were opened with. A kept mapping also keeps the peer's memory
+//! alive after the peer frees it (the driver frees device memory once nothing maps
+//! it), and no driver call tells the receiver about that free: what the cache keeps of
+//! freed allocations is bounded by the rules below, not by the peer.
 //!
 //! Rules (each tested against a fake GPU in `tests.rs`):
 //! - A lookup with the same handle is a hit and takes a reference; no driver call.
-//! - A lookup with a *different* handle at the same base means the peer freed and
-//!   reallocated that memory: the old mapping is stale; it is closed now if unused, or as
-//!   soon as its last user releases it, and the new handle is opened.
+//! - A lookup for an allocation `[base, base + size)` that any other mapping of the same
+//!   peer overlaps (a *different* handle at the same base, or another base in the
+//!   range) means the peer freed that memory and allocated this: every such mapping is
+//!   stale; it is closed now if unused, or as soon as its last user releases it, and the
+//!   new handle is opened. (Two live allocations of one process never overlap.)
+//! - A mapping is kept after its release only once its allocation proved reused
+//!   (`keep_first_use` off, the default): the first lookup of a handle opens a mapping
+//!   that is closed when released, and the cache remembers the allocation (the last
+//!   [`SEEN_MAX`] of them); a second lookup, while the first is in use or after it was
+//!   closed, keeps it. A buffer sent once and then freed (cudaMalloc, send, cudaFree,
+//!   over and over: Open MPI issue #12971) is never held after its transfer.
 //! - A mapping in use (references > 0) is never closed.
 //! - Released mappings stay open and are evicted in true least-recently-released order
 //!   when the byte limit needs room (the C rgpusm prepends released entries and evicts the
@@ -33,11 +44,14 @@ mod tests;
 pub use driver::{IpcDriver, IpcHandle, OpenError};
 pub use stats::CacheStats;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 
 /// Identifies the peer process (its local rank).
 pub type PeerId = u32;
+
+/// Allocations used once that the cache remembers, so that a second use keeps them.
+pub const SEEN_MAX: usize = 256;
 
 /// A reference taken by [`RemoteCache::lookup`]; give it back with [`RemoteCache::release`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,6 +75,9 @@ pub struct CacheConfig {
     pub size_limit: u64,
     /// Keep mappings open after release (`leave_pinned`); false closes at release.
     pub keep_released: bool,
+    /// With `keep_released`: keep a mapping after its first use too (the C rgpusm's
+    /// way), instead of only once its allocation is looked up again.
+    pub keep_first_use: bool,
 }
 
 impl Default for CacheConfig {
@@ -68,6 +85,7 @@ impl Default for CacheConfig {
         CacheConfig {
             size_limit: 0,
             keep_released: true,
+            keep_first_use: false,
         }
     }
 }
@@ -108,6 +126,9 @@ struct Entry {
     refs: u32,
     /// Counts against the limit and survives release.
     cached: bool,
+    /// Used once so far (and not kept): remembered in `seen` when closed at release,
+    /// kept if looked up again while open.
+    first_use: bool,
     /// Still reachable through the index (false once stale or cleared while in use).
     indexed: bool,
     /// Position in the LRU list while released.
@@ -132,6 +153,9 @@ pub struct RemoteCache<D: IpcDriver> {
     next_id: u64,
     next_stamp: u64,
     stats: CacheStats,
+    /// Allocations closed after one use, oldest first: (peer, base, size, handle); at
+    /// most one per (peer, base), at most SEEN_MAX in all.
+    seen: VecDeque<(PeerId, u64, u64, IpcHandle)>,
 }
 
 impl<D: IpcDriver> RemoteCache<D> {
@@ -147,6 +171,7 @@ impl<D: IpcDriver> RemoteCache<D> {
             next_id: 0,
             next_stamp: 0,
             stats: CacheStats::default(),
+            seen: VecDeque::new(),
         }
     }
 
@@ -167,6 +192,9 @@ impl<D: IpcDriver> RemoteCache<D> {
             if e.handle == *handle && e.size == size {
                 return Ok(self.take(id));
             }
+        }
+        // Whatever of this peer the new allocation overlaps was freed.
+        for id in self.overlapping(peer, base, size) {
             self.stats.stale += 1;
             self.detach(id);
         }
@@ -175,13 +203,15 @@ impl<D: IpcDriver> RemoteCache<D> {
             while self.cached_bytes + size > self.cfg.size_limit && self.evict_oldest() {}
         }
         let mapped = self.open(peer, base, size, handle)?;
-        let cached = self.cfg.keep_released
-            && (self.cfg.size_limit == 0 || self.cached_bytes + size <= self.cfg.size_limit);
+        let reused = self.forget_seen(peer, base) == Some((size, *handle));
+        let keep = self.cfg.keep_released && (self.cfg.keep_first_use || reused);
+        let cached = keep && self.fits(size);
         if cached {
             self.cached_bytes += size;
-        } else {
+        } else if keep || !self.cfg.keep_released {
             self.stats.uncached += 1;
         }
+        let first_use = self.cfg.keep_released && !keep;
         let id = self.next_id;
         self.next_id += 1;
         self.entries.insert(
@@ -194,6 +224,7 @@ impl<D: IpcDriver> RemoteCache<D> {
                 mapped,
                 refs: 1,
                 cached,
+                first_use,
                 indexed: true,
                 stamp: None,
             },
@@ -226,6 +257,11 @@ impl<D: IpcDriver> RemoteCache<D> {
             e.stamp = Some(stamp);
             self.lru.insert(stamp, id.0);
         } else {
+            if e.first_use && e.indexed {
+                self.stats.first_use_closed += 1;
+                let seen = (e.peer, e.base, e.size, e.handle);
+                self.remember(seen);
+            }
             self.close(id.0);
         }
         Ok(())
@@ -287,9 +323,21 @@ impl<D: IpcDriver> RemoteCache<D> {
 
     fn take(&mut self, id: u64) -> Mapping {
         self.stats.hits += 1;
+        let size = self.entries[&id].size;
+        let fits = self.fits(size);
         let e = self.entries.get_mut(&id).expect("indexed entry exists");
         if let Some(stamp) = e.stamp.take() {
             self.lru.remove(&stamp);
+        }
+        if e.first_use {
+            // Used again while open: kept from now on (if it fits under the limit).
+            e.first_use = false;
+            e.cached = fits;
+            if fits {
+                self.cached_bytes += size;
+            } else {
+                self.stats.uncached += 1;
+            }
         }
         e.refs += 1;
         Mapping {
@@ -297,6 +345,48 @@ impl<D: IpcDriver> RemoteCache<D> {
             mapped_base: e.mapped,
             hit: true,
         }
+    }
+
+    /// Whether `size` more bytes stay within the limit.
+    fn fits(&self, size: u64) -> bool {
+        self.cfg.size_limit == 0 || self.cached_bytes + size <= self.cfg.size_limit
+    }
+
+    /// The indexed entries of `peer` overlapping `[base, base + size)`. Indexed entries
+    /// of one peer never overlap each other (a new one detaches those it overlaps), so
+    /// they are the last one starting below `base` if it reaches past it, and those
+    /// starting inside the range.
+    fn overlapping(&self, peer: PeerId, base: u64, size: u64) -> Vec<u64> {
+        let end = base.saturating_add(size);
+        let below = self
+            .index
+            .range((peer, 0)..(peer, base))
+            .next_back()
+            .filter(|(_, id)| {
+                let e = &self.entries[*id];
+                e.base.saturating_add(e.size) > base
+            });
+        below
+            .into_iter()
+            .chain(self.index.range((peer, base)..(peer, end)))
+            .map(|(_, &id)| id)
+            .collect()
+    }
+
+    /// Remembers an allocation closed after one use (replacing what was remembered at
+    /// its (peer, base); the oldest goes beyond SEEN_MAX).
+    fn remember(&mut self, seen: (PeerId, u64, u64, IpcHandle)) {
+        self.forget_seen(seen.0, seen.1);
+        if self.seen.len() == SEEN_MAX {
+            self.seen.pop_front();
+        }
+        self.seen.push_back(seen);
+    }
+
+    /// Forgets what was remembered at (peer, base); returns its size and handle.
+    fn forget_seen(&mut self, peer: PeerId, base: u64) -> Option<(u64, IpcHandle)> {
+        let at = self.seen.iter().position(|s| (s.0, s.1) == (peer, base))?;
+        self.seen.remove(at).map(|s| (s.2, s.3))
     }
 
     /// Remove from the index; close now if unused, else at the last release.

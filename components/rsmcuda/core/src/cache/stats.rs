@@ -7,7 +7,8 @@ pub struct CacheStats {
     pub hits: u64,
     /// Lookups that had to open the handle.
     pub misses: u64,
-    /// Lookups that found a different handle at the same base (freed and reallocated).
+    /// Mappings found stale at a lookup: the peer's new allocation overlaps them
+    /// (freed and reallocated, at the same base or not).
     pub stale: u64,
     /// Released mappings closed to make room or to resolve ALREADY_MAPPED.
     pub evictions: u64,
@@ -19,4 +20,7 @@ pub struct CacheStats {
     pub already_mapped: u64,
     /// Mappings opened outside the size limit (closed as soon as released).
     pub uncached: u64,
+    /// Mappings closed at release after their allocation's first use (not kept: see
+    /// `CacheConfig::keep_first_use`).
+    pub first_use_closed: u64,
 }

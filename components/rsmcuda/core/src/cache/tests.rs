@@ -7,12 +7,15 @@ use seeded_rng::Rng;
 
 const MB: u64 = 1 << 20;
 
+/// A cache that keeps mappings from their first use (the rules other than
+/// `keep_first_use` are easier to see that way).
 fn cache(gpu: &FakeGpu, size_limit: u64) -> RemoteCache<FakeGpu> {
     RemoteCache::new(
         gpu.clone(),
         CacheConfig {
             size_limit,
             keep_released: true,
+            keep_first_use: true,
         },
     )
 }
@@ -145,7 +148,7 @@ fn mappings_beyond_the_limit_are_opened_uncached() {
 }
 
 #[test]
-fn already_mapped_evicts_the_overlapping_entry_then_lru() {
+fn a_new_allocation_overlapping_a_mapping_at_another_base_makes_it_stale() {
     let gpu = FakeGpu::default();
     let mut c = cache(&gpu, 0);
     let x = gpu.alloc(0, 0x1000, 0x2000);
@@ -155,13 +158,123 @@ fn already_mapped_evicts_the_overlapping_entry_then_lru() {
     c.release(mo.id).unwrap();
     c.release(mx.id).unwrap();
     gpu.free(&x);
-    // The peer reuses part of x's range at a different base.
+    // The peer reuses part of x's range at a different base: x was freed, so its
+    // mapping is closed before the new one is opened (the driver is not asked to map
+    // an overlapping range).
     let y = gpu.alloc(0, 0x2000, 0x2000);
     let my = c.lookup(0, 0x2000, 0x2000, &y).unwrap();
-    assert!(!gpu.is_open(mx.mapped_base), "overlapping entry evicted");
+    assert!(!gpu.is_open(mx.mapped_base), "overlapping entry closed");
     assert!(gpu.is_open(mo.mapped_base), "unrelated released entry kept");
-    assert_eq!((c.stats().already_mapped, c.stats().evictions), (1, 1));
+    assert_eq!((c.stats().stale, c.stats().already_mapped), (1, 0));
+    // One starting below the new range and reaching into it, too.
+    gpu.free(&y);
+    let z = gpu.alloc(0, 0x3000, 0x1000);
     c.release(my.id).unwrap();
+    let mz = c.lookup(0, 0x3000, 0x1000, &z).unwrap();
+    assert!(!gpu.is_open(my.mapped_base));
+    assert_eq!(c.stats().stale, 2);
+    c.release(mz.id).unwrap();
+    // Another peer's mappings are other allocations.
+    let w = gpu.alloc(1, 0x3000, 0x1000);
+    let mw = c.lookup(1, 0x3000, 0x1000, &w).unwrap();
+    assert!(gpu.is_open(mz.mapped_base) && c.stats().stale == 2);
+    c.release(mw.id).unwrap();
+}
+
+#[test]
+fn already_mapped_by_a_stale_mapping_in_use_evicts_released_ones_then_fails() {
+    let gpu = FakeGpu::default();
+    let mut c = cache(&gpu, 0);
+    let old = gpu.alloc(0, 0x1000, 0x2000);
+    let unrelated = gpu.alloc(1, 0, 0x1000);
+    let mo = c.lookup(0, 0x1000, 0x2000, &old).unwrap();
+    let mu = c.lookup(1, 0, 0x1000, &unrelated).unwrap();
+    c.release(mu.id).unwrap();
+    gpu.free(&old);
+    let new = gpu.alloc(0, 0x2000, 0x1000);
+    // The old mapping is stale but in use: the driver refuses the overlapping range,
+    // the cache closes released mappings one at a time, then gives up.
+    assert_eq!(
+        c.lookup(0, 0x2000, 0x1000, &new),
+        Err(CacheError::Open(OpenError::AlreadyMapped))
+    );
+    assert!(!gpu.is_open(mu.mapped_base) && gpu.is_open(mo.mapped_base));
+    assert_eq!((c.stats().already_mapped, c.stats().evictions), (2, 1));
+    c.release(mo.id).unwrap();
+    assert!(!c.lookup(0, 0x2000, 0x1000, &new).unwrap().hit);
+}
+
+#[test]
+fn a_buffer_used_once_is_not_kept_and_one_used_again_is() {
+    let gpu = FakeGpu::default();
+    let mut c = RemoteCache::new(gpu.clone(), CacheConfig::default());
+    // cudaMalloc, one transfer, cudaFree, at the same address each time (ompi#12971):
+    // nothing of a freed buffer stays mapped.
+    for _ in 0..5 {
+        let h = gpu.alloc(0, 0x4000_0000, MB);
+        let m = c.lookup(0, 0x4000_0000, MB, &h).unwrap();
+        assert!(!m.hit);
+        c.release(m.id).unwrap();
+        assert_eq!(gpu.open_count(), 0, "closed once its transfer is done");
+        gpu.free(&h);
+    }
+    assert_eq!(
+        (
+            c.stats().first_use_closed,
+            c.stats().stale,
+            c.cached_bytes()
+        ),
+        (5, 0, 0)
+    );
+    // A buffer sent again: the second transfer opens it once more and keeps it.
+    let h = gpu.alloc(0, 0x4000_0000, MB);
+    let m = c.lookup(0, 0x4000_0000, MB, &h).unwrap();
+    c.release(m.id).unwrap();
+    let again = c.lookup(0, 0x4000_0000, MB, &h).unwrap();
+    assert!(!again.hit);
+    c.release(again.id).unwrap();
+    assert_eq!((gpu.open_count(), c.cached_bytes()), (1, MB));
+    let third = c.lookup(0, 0x4000_0000, MB, &h).unwrap();
+    assert!(third.hit);
+    c.release(third.id).unwrap();
+    assert_eq!(gpu.opens(), 7);
+    // Used twice while open (two transfers in flight): kept at once.
+    let h2 = gpu.alloc(1, 0, MB);
+    let a = c.lookup(1, 0, MB, &h2).unwrap();
+    let b = c.lookup(1, 0, MB, &h2).unwrap();
+    assert!(b.hit);
+    c.release(a.id).unwrap();
+    c.release(b.id).unwrap();
+    assert!(gpu.is_open(a.mapped_base));
+    assert_eq!(c.cached_bytes(), 2 * MB);
+    // What is remembered of a freed buffer does not keep its successor: a new handle
+    // at the same base is a first use again.
+    gpu.free(&h);
+    let h3 = gpu.alloc(0, 0x4000_0000, MB);
+    let m3 = c.lookup(0, 0x4000_0000, MB, &h3).unwrap();
+    c.release(m3.id).unwrap();
+    assert!(!gpu.is_open(m3.mapped_base) && !gpu.is_open(third.mapped_base));
+}
+
+#[test]
+fn what_is_remembered_of_first_uses_is_bounded() {
+    let gpu = FakeGpu::default();
+    let mut c = RemoteCache::new(gpu.clone(), CacheConfig::default());
+    let handles: Vec<IpcHandle> = (0..=SEEN_MAX as u64)
+        .map(|i| gpu.alloc(0, i * MB, MB))
+        .collect();
+    for (i, h) in handles.iter().enumerate() {
+        let m = c.lookup(0, i as u64 * MB, MB, h).unwrap();
+        c.release(m.id).unwrap();
+    }
+    // The first one was forgotten: its second use is a first use again.
+    let m = c.lookup(0, 0, MB, &handles[0]).unwrap();
+    c.release(m.id).unwrap();
+    assert_eq!(gpu.open_count(), 0);
+    let last = SEEN_MAX as u64;
+    let m = c.lookup(0, last * MB, MB, &handles[SEEN_MAX]).unwrap();
+    c.release(m.id).unwrap();
+    assert_eq!(gpu.open_count(), 1, "the newest is remembered");
 }
 
 #[test]
@@ -197,6 +310,7 @@ fn keep_released_off_closes_at_release() {
         CacheConfig {
             size_limit: 0,
             keep_released: false,
+            keep_first_use: false,
         },
     );
     let h = gpu.alloc(0, 0, MB);
@@ -219,6 +333,7 @@ struct MEntry {
     handle: IpcHandle,
     refs: u32,
     cached: bool,
+    first_use: bool,
     indexed: bool,
     stamp: Option<u64>,
     mapped: u64,
@@ -228,6 +343,8 @@ struct Model {
     cfg: CacheConfig,
     v: Vec<MEntry>,
     stamp: u64,
+    /// Closed after one use, oldest first: (peer, base, size, handle).
+    seen: Vec<(u32, u64, u64, IpcHandle)>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -242,6 +359,16 @@ impl Model {
         self.v.iter().filter(|e| e.cached).map(|e| e.size).sum()
     }
 
+    fn fits(&self, size: u64) -> bool {
+        self.cfg.size_limit == 0 || self.cached_bytes() + size <= self.cfg.size_limit
+    }
+
+    fn forget_seen(&mut self, peer: u32, base: u64) -> Option<(u64, IpcHandle)> {
+        let i = self.seen.iter().position(|s| s.0 == peer && s.1 == base)?;
+        let s = self.seen.remove(i);
+        Some((s.2, s.3))
+    }
+
     fn remove_oldest(&mut self) -> bool {
         let oldest = (0..self.v.len())
             .filter(|&i| self.v[i].stamp.is_some())
@@ -250,21 +377,27 @@ impl Model {
     }
 
     fn lookup(&mut self, peer: u32, base: u64, size: u64, h: &IpcHandle, live: bool) -> Predicted {
-        if let Some(i) = self
-            .v
-            .iter()
-            .position(|e| e.indexed && e.peer == peer && e.base == base)
-        {
-            if self.v[i].handle == *h && self.v[i].size == size {
-                self.v[i].refs += 1;
-                self.v[i].stamp = None;
-                return Predicted::Hit(self.v[i].mapped);
+        if let Some(i) = self.v.iter().position(|e| {
+            e.indexed && e.peer == peer && e.base == base && e.handle == *h && e.size == size
+        }) {
+            let fits = self.fits(size);
+            let e = &mut self.v[i];
+            e.refs += 1;
+            e.stamp = None;
+            if e.first_use {
+                e.first_use = false;
+                e.cached = fits;
             }
-            self.v[i].indexed = false;
-            if self.v[i].refs == 0 {
-                self.v.remove(i);
-            }
+            return Predicted::Hit(e.mapped);
         }
+        // Every indexed mapping of the peer that the allocation overlaps is stale.
+        self.v.retain_mut(|e| {
+            if e.indexed && e.peer == peer && e.base < base + size && base < e.base + e.size {
+                e.indexed = false;
+                return e.refs > 0;
+            }
+            true
+        });
         let limit = self.cfg.size_limit;
         while limit > 0 && self.cached_bytes() + size > limit && self.remove_oldest() {}
         let mut first = true;
@@ -291,8 +424,9 @@ impl Model {
     }
 
     fn insert(&mut self, peer: u32, base: u64, size: u64, h: IpcHandle, mapped: u64) {
-        let limit = self.cfg.size_limit;
-        let cached = self.cfg.keep_released && (limit == 0 || self.cached_bytes() + size <= limit);
+        let reused = self.forget_seen(peer, base) == Some((size, h));
+        let keep = self.cfg.keep_released && (self.cfg.keep_first_use || reused);
+        let cached = keep && self.fits(size);
         self.v.push(MEntry {
             peer,
             base,
@@ -300,6 +434,7 @@ impl Model {
             handle: h,
             refs: 1,
             cached,
+            first_use: self.cfg.keep_released && !keep,
             indexed: true,
             stamp: None,
             mapped,
@@ -315,7 +450,14 @@ impl Model {
                 e.stamp = Some(self.stamp);
                 self.stamp += 1;
             } else {
-                self.v.remove(i);
+                let e = self.v.remove(i);
+                if e.first_use && e.indexed {
+                    self.forget_seen(e.peer, e.base);
+                    if self.seen.len() == SEEN_MAX {
+                        self.seen.remove(0);
+                    }
+                    self.seen.push((e.peer, e.base, e.size, e.handle));
+                }
             }
         }
     }
@@ -368,6 +510,7 @@ fn run_model(seed: u64) -> CacheStats {
     let cfg = CacheConfig {
         size_limit: [0, 0x4000, 0x9000][rng.below(3) as usize],
         keep_released: rng.percent(85),
+        keep_first_use: rng.percent(50),
     };
     let gpu = FakeGpu::default();
     let mut c = RemoteCache::new(gpu.clone(), cfg);
@@ -375,6 +518,7 @@ fn run_model(seed: u64) -> CacheStats {
         cfg,
         v: Vec::new(),
         stamp: 0,
+        seen: Vec::new(),
     };
     let mut known: Vec<Known> = Vec::new();
     let mut held: Vec<(MappingId, u64)> = Vec::new();
@@ -479,6 +623,7 @@ fn random_operations_agree_with_the_reference_model() {
         total.evictions += s.evictions;
         total.already_mapped += s.already_mapped;
         total.uncached += s.uncached;
+        total.first_use_closed += s.first_use_closed;
     }
     // Every recovery path must actually be exercised by the generator.
     let t = total;
@@ -487,7 +632,8 @@ fn random_operations_agree_with_the_reference_model() {
             && t.stale > 100
             && t.evictions > 100
             && t.already_mapped > 100
-            && t.uncached > 100,
+            && t.uncached > 100
+            && t.first_use_closed > 100,
         "{t:?}"
     );
 }
