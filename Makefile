@@ -38,6 +38,8 @@ CARGO ?= cargo
 BUILD := build
 MCA_BUILD := $(BUILD)/mca
 PROFILE_DIR := target/release
+# Cargo profile of the test binaries (Cargo.toml: release without LTO).
+TEST_PROFILE := test-light
 
 # Each .so is written beside its final name (a name of this shell's own, so two builds at
 # once do not share it) and renamed into place: a job already running keeps the file it
@@ -105,7 +107,7 @@ lint:
 # Under no-residue: the run fails if it leaves anything in /dev/shm or in the nftables
 # ruleset that was not there before it.
 test: components
-	tools/residue/no-residue $(CARGO) test --workspace --release -- --test-threads=2
+	tools/residue/no-residue $(CARGO) test --workspace --profile $(TEST_PROFILE) -- --test-threads=2
 
 check: setup lint test
 
@@ -166,12 +168,12 @@ static-ompi5:
 check-ompi5: components components-ompi5 static-ompi5
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
 	RMCA_OMPI5_STATIC_PREFIX=$$(configure-support/static-ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
-	    tools/residue/no-residue $(CARGO) test --release --test ompi5 --test ompi5_realism \
+	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test ompi5 --test ompi5_realism \
 	        --test ompi5_mpi4py --test ompi5_static --test ompi5_sessions -- --test-threads=2
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
-	    tools/residue/no-residue $(CARGO) test --release --test dynamic -- ompi5:: --test-threads=2
+	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test dynamic -- ompi5:: --test-threads=2
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
-	    tools/residue/no-residue $(CARGO) test --release --test rofi_spawn_choice -- _ompi5 --test-threads=1
+	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test rofi_spawn_choice -- _ompi5 --test-threads=1
 
 # libfabric 2.x from Debian 13's source, built once into a cache outside the checkout
 # (configure-support/libfabric2); ours built against it (target/libfabric2) and the
@@ -205,7 +207,7 @@ components-libfabric2-ompi5:
 check-libfabric2: components components-libfabric2 components-libfabric2-ompi5
 	RMCA_LIBFABRIC2_PREFIX=$$(configure-support/libfabric2 --print-prefix) RMCA_REQUIRE_LIBFABRIC2=1 \
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
-	    tools/residue/no-residue $(CARGO) test --release --test libfabric2 -- --test-threads=2 $(LIBFABRIC2_TESTS)
+	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test libfabric2 -- --test-threads=2 $(LIBFABRIC2_TESTS)
 
 # A CUDA-aware Open MPI 4.1.4 (Debian 12's source, --with-cuda on the headers of NVIDIA's
 # PyPI wheel), built once into a cache outside the checkout (configure-support/ompi-cuda;
@@ -231,7 +233,7 @@ check-cuda: components-ompi-cuda components-ompi5 cuda-standin gpu-bundle
 	RMCA_OMPI_CUDA_PREFIX=$$(configure-support/ompi-cuda --print-prefix) \
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
 	RMCA_CUDA_INCLUDE=$$(configure-support/cuda-headers)/include RMCA_REQUIRE_OMPI_CUDA=1 \
-	    tools/residue/no-residue $(CARGO) test --release --test cuda -- --test-threads=2
+	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test cuda -- --test-threads=2
 
 # build/gpu-bundle/rmca-gpu-bundle.tar.xz (<= 64 MiB): the CUDA-aware 4.1.4 and 5.0.7
 # prefixes (run-time parts), rsmcuda for each, tests/cuda's programs and a `run`
@@ -245,7 +247,7 @@ static-ompi:
 	@configure-support/static-ompi
 
 check-static: components static-ompi
-	RMCA_REQUIRE_STATIC_OMPI=1 $(CARGO) test --release --test static_build -- --test-threads=2
+	RMCA_REQUIRE_STATIC_OMPI=1 $(CARGO) test --profile $(TEST_PROFILE) --test static_build -- --test-threads=2
 
 .PHONY: validate validate-ci validate-tool
 validate-tool:
