@@ -17,10 +17,12 @@ use std::time::Duration;
 use mca_harness::cuda::{self, Counters, CudaBuild, pvar_total};
 use mca_harness::{Job, JobOutput, McaConfig};
 
-const PVARS: [&str; 7] = [
+const PVARS: [&str; 9] = [
     "btl_rsmcuda_cuda_ipc_cache_hits",
     "btl_rsmcuda_cuda_ipc_cache_misses",
     "btl_rsmcuda_cuda_ipc_cache_evictions",
+    "btl_rsmcuda_cuda_ipc_released",
+    "btl_rsmcuda_cuda_ipc_release_notices",
     "btl_rsmcuda_cuda_ipc_peers",
     "btl_rsmcuda_cuda_ipc_unavailable_peers",
     "btl_rsmcuda_single_copy_ops",
@@ -616,8 +618,16 @@ fn malloc_bcast_free(build: &CudaBuild, name: &str, btl: &str, args: &[&str]) ->
 /// rsmcuda holds no IPC mapping of a freed allocation after any iteration, at any IPC
 /// open, or at exit. smcuda keeps one per (peer, address) it read from, and with moving
 /// addresses more and more (the known stock defect, ompi#12971). A buffer broadcast
-/// twice before it is freed is kept by both (only its owner knows when it is freed):
-/// rsmcuda no more than smcuda, and neither at exit.
+/// twice before it is freed is kept by smcuda until its address comes back (only its
+/// owner knows when it is freed); rsmcuda's owners tell their peers
+/// (`rsmcuda_core::release`): an owner checks the allocations it exported whenever it
+/// exports a new one (here every allocation it tracks: fewer than
+/// `CHECKS_PER_EXPORT`) and from idle progress, so what a job can hold after an
+/// iteration is each owner's latest allocation, freed since its last check, in every
+/// other rank: at most ranks x (ranks - 1) = 12 mappings, however long it runs (smcuda:
+/// one more per iteration); and what one process holds at any IPC open, the latest of
+/// each other owner plus one whose notice is on its way: at most 2 x 3. Neither holds
+/// anything at exit.
 fn nothing_held_after_free(build: &CudaBuild) {
     if !build.available() || cuda::real_driver() {
         return;
@@ -653,6 +663,14 @@ fn nothing_held_after_free(build: &CudaBuild) {
     assert!(
         ours.max <= stock.max && ours.at_exit == 0 && ours.never_closed == 0,
         "rsmcuda {ours:?} against smcuda {stock:?} (buffers read twice)"
+    );
+    assert!(
+        ours.max <= 4 * 3 && ours.at_open_max <= 2 * 3,
+        "rsmcuda held more freed buffers read twice than its owners' latest: {ours:?}"
+    );
+    assert!(
+        stock.max > 100,
+        "smcuda no longer holds freed buffers read twice (ompi#12971 fixed?): {stock:?}"
     );
 }
 

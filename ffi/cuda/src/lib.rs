@@ -26,6 +26,8 @@ const IPC_LAZY_ENABLE_PEER_ACCESS: c_uint = 1;
 const POINTER_ATTRIBUTE_MEMORY_TYPE: c_int = 2;
 /// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`.
 const POINTER_ATTRIBUTE_SYNC_MEMOPS: c_int = 6;
+/// `CU_POINTER_ATTRIBUTE_BUFFER_ID`: a process-wide unique id of the allocation.
+const POINTER_ATTRIBUTE_BUFFER_ID: c_int = 7;
 const MEMORYTYPE_DEVICE: c_uint = 2;
 /// `CU_STREAM_DEFAULT`, `CU_EVENT_DISABLE_TIMING`.
 const STREAM_BLOCKING: c_uint = 0;
@@ -167,6 +169,24 @@ impl Driver {
             )
         };
         code == SUCCESS && kind == MEMORYTYPE_DEVICE
+    }
+
+    /// The buffer id (`CU_POINTER_ATTRIBUTE_BUFFER_ID`) of the device allocation
+    /// containing `ptr`, asked together with its memory type in one
+    /// `cuPointerGetAttributes` call: `Ok(None)` for host memory and for addresses the
+    /// driver does not know (a freed allocation; that call answers them with default
+    /// values, not an error); a new id once the address belongs to a new allocation.
+    pub fn buffer_id(&self, ptr: u64) -> Result<Option<u64>, CuError> {
+        let mut kind: c_uint = 0;
+        let mut id: u64 = 0;
+        let attrs = [POINTER_ATTRIBUTE_MEMORY_TYPE, POINTER_ATTRIBUTE_BUFFER_ID];
+        let mut data: [*mut c_void; 2] = [(&raw mut kind).cast(), (&raw mut id).cast()];
+        // SAFETY: two attributes, each written to the local of its C type (unsigned int
+        // and unsigned long long) that `data` points at; the pointer is only inspected.
+        check("cuPointerGetAttributes", unsafe {
+            (self.fns.pointer_get_attributes)(2, attrs.as_ptr(), data.as_mut_ptr(), ptr)
+        })?;
+        Ok((kind == MEMORYTYPE_DEVICE).then_some(id))
     }
 
     /// Sets `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS` on the allocation containing `ptr`:

@@ -14,7 +14,12 @@
 //!   handle (IPC handle, allocation base and size); host buffers get an all-zero one
 //!   and keep the CMA rules;
 //! - `btl_get` from a device handle: `DeviceGets` (cache, async copy, event) and the
-//!   completions, in order, from progress.
+//!   completions, in order, from progress;
+//! - release notices (`rsmcuda_core::release`): the device allocations this process
+//!   exported are tracked (`Exports`), checked with the driver when a new one is
+//!   exported and once in a while from idle progress, and a freed one is announced to
+//!   the peers its handle went to, on [`CTRL_TAG`]; a notice received closes that
+//!   mapping in the cache.
 //!
 //! With CUDA IPC off nothing here changes the module: registration handles stay 0
 //! bytes, send/progress pay one atomic load, and a peer's request (if a peer has
@@ -33,7 +38,8 @@ use rsmcuda_core::ipc::peers::{Envelope, IpcPeers, Output, PeersConfig};
 use rsmcuda_core::reg::{
     self, DeviceRegion, HOST_HANDLE, REG_HANDLE_LEN, RemoteMemory, UNSHARED_DEVICE_HANDLE,
 };
-use rsmcuda_cuda::{DeviceGets, Done, GetError};
+use rsmcuda_core::release::{self, Exports, ExportsConfig, ReleaseMsg};
+use rsmcuda_cuda::{DeviceGets, Done, Exported, GetError};
 
 use crate::node::Node;
 use crate::{help, params, stats};
@@ -84,6 +90,14 @@ static UNSHARED_DEVICE: [u8; REG_HANDLE_LEN] = UNSHARED_DEVICE_HANDLE;
 static PML_CUDA_STARTED: AtomicBool = AtomicBool::new(false);
 /// Why the PML's CUDA support could not start (CUDA IPC stays off then).
 static PML_CUDA_FAILED: OnceLock<String> = OnceLock::new();
+/// Device allocations exported to peers (with CUDA IPC active, from attach).
+static EXPORTS: Mutex<Option<Exports>> = Mutex::new(None);
+/// EXPORTS tracks some allocation: idle progress checks one once in a while.
+static EXPORTS_LIVE: AtomicBool = AtomicBool::new(false);
+/// Release notices are queued in EXPORTS (set and cleared under its lock).
+static RELEASE_WORK: AtomicBool = AtomicBool::new(false);
+/// Idle progress passes counted while EXPORTS_LIVE (a plain load and store).
+static IDLE_PASSES: AtomicU32 = AtomicU32::new(0);
 /// (local rank, CUDA call) pairs already reported as failing: said once each.
 static FAILURES_SAID: Mutex<Option<HashSet<(u32, &'static str)>>> = Mutex::new(None);
 
@@ -204,6 +218,12 @@ pub fn attach<M: BtlModule>(btl: &Btl<M>, node: &Node, everyone_has_cuda_ipc: bo
         }),
         procs: HashMap::new(),
     });
+    if active() {
+        *lock(&EXPORTS) = Some(Exports::new(ExportsConfig::new(
+            node.my_rank(),
+            node.seg.nranks(),
+        )));
+    }
     let _ = SETTLED.set(
         (0..node.seg.nranks())
             .map(|_| AtomicBool::new(false))
@@ -296,6 +316,10 @@ pub fn refuse_sendi(peer: u32, device: bool) -> bool {
 
 /// A control message arrived (called from the receive path).
 pub fn on_control(bytes: &[u8]) {
+    if release::is_release(bytes) {
+        on_release(bytes);
+        return;
+    }
     let mut guard = lock(&CONTROL);
     let Some(c) = guard.as_mut() else {
         return;
@@ -315,11 +339,122 @@ pub fn on_control(bytes: &[u8]) {
     }
 }
 
-/// No CUDA work for progress: no control message queued, no device get in flight
-/// (the two things [`progress`] looks at).
+/// A peer's release notice: it freed allocations it had exported to us; their
+/// mappings are closed (now, or when the last get using one completes).
+fn on_release(bytes: &[u8]) {
+    let msg = match ReleaseMsg::decode(bytes) {
+        Ok(m) => m,
+        Err(e) => {
+            mca::help::show_help(crate::help::HELP, "corrupt fifo", true, &[&e.to_string()]);
+            return;
+        }
+    };
+    let Some(cuda) = cuda() else {
+        return;
+    };
+    let mut guard = lock(&cuda.gets);
+    // No get yet: nothing mapped.
+    if let Some(gets) = guard.as_mut() {
+        for r in &msg.regions {
+            gets.peer_released(msg.from, r);
+        }
+        publish(gets);
+    }
+}
+
+/// No CUDA work for progress: no control message or release notice queued, no device
+/// get in flight (the things [`progress`] looks at).
 #[inline]
 pub fn idle() -> bool {
-    !CONTROL_WORK.load(Ordering::Acquire) && GETS_IN_FLIGHT.load(Ordering::Acquire) == 0
+    !CONTROL_WORK.load(Ordering::Acquire)
+        && !RELEASE_WORK.load(Ordering::Acquire)
+        && GETS_IN_FLIGHT.load(Ordering::Acquire) == 0
+}
+
+/// A progress pass found nothing to do: with exported allocations tracked, one of them
+/// is checked once in `release::IDLE_PASSES_PER_CHECK` such passes. Inline: without
+/// exports one load.
+#[inline]
+pub fn idle_pass() {
+    if !EXPORTS_LIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    let n = IDLE_PASSES.load(Ordering::Relaxed).wrapping_add(1);
+    IDLE_PASSES.store(n, Ordering::Relaxed);
+    if release::idle_check_due(n) {
+        idle_check();
+    }
+}
+
+#[cold]
+fn idle_check() {
+    let Some(cuda) = cuda() else {
+        return;
+    };
+    // Another thread exporting or flushing: the next due pass checks.
+    let Ok(mut guard) = EXPORTS.try_lock() else {
+        return;
+    };
+    if let Some(x) = guard.as_mut() {
+        x.on_idle(|base| rsmcuda_cuda::probe(cuda.driver, base));
+        exports_changed(x);
+    }
+}
+
+/// After EXPORTS changed (under its lock): the flags progress reads, the pvar.
+fn exports_changed(x: &Exports) {
+    EXPORTS_LIVE.store(x.tracked() > 0, Ordering::Relaxed);
+    if x.pending() > 0 {
+        RELEASE_WORK.store(true, Ordering::Release);
+    }
+    stats::RELEASE_NOTICES.store(x.stats().notices, Ordering::Relaxed);
+}
+
+/// An allocation was exported for `to`: tracked, and on a new one others checked.
+fn track(cuda: &Cuda, to: RegisteredFor, e: &Exported) {
+    let peer = match to {
+        RegisteredFor::Peer(p) => Some(p),
+        RegisteredFor::Unknown => None,
+        // No IPC with processes of other jobs: they cannot map it.
+        RegisteredFor::OtherJob => return,
+    };
+    let mut guard = lock(&EXPORTS);
+    if let Some(x) = guard.as_mut() {
+        x.exported(peer, e.region, e.buffer_id, |base| {
+            rsmcuda_cuda::probe(cuda.driver, base)
+        });
+        exports_changed(x);
+    }
+}
+
+/// Sends the queued release notices (batched per peer); what finds no free fragment
+/// waits for the next pass.
+fn flush_releases(node: &Node) -> usize {
+    let mut guard = lock(&EXPORTS);
+    let Some(x) = guard.as_mut() else {
+        RELEASE_WORK.store(false, Ordering::Release);
+        return 0;
+    };
+    let max = release::max_per_message(node.eager_capacity());
+    let mut sent = 0;
+    while let Some((to, regions)) = x.next_batch(max) {
+        if max == 0 {
+            // Eager fragments too small for one notice: the peer keeps its mapping
+            // until its address comes back, its cache limit or finalize.
+            continue;
+        }
+        let msg = ReleaseMsg {
+            from: node.my_rank(),
+            regions,
+        };
+        if !node.send_bytes(to, CTRL_TAG, &msg.encode()) {
+            x.unsend(to, msg.regions);
+            break;
+        }
+        sent += 1;
+    }
+    RELEASE_WORK.store(x.pending() > 0, Ordering::Release);
+    sent
 }
 
 /// Progress: control messages out, ob1 told, device gets completed in order.
@@ -329,6 +464,9 @@ pub fn progress<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
     let mut handled = 0;
     if CONTROL_WORK.load(Ordering::Acquire) {
         handled += flush_control(btl, node);
+    }
+    if RELEASE_WORK.load(Ordering::Acquire) {
+        handled += flush_releases(node);
     }
     if GETS_IN_FLIGHT.load(Ordering::Acquire) > 0 {
         handled += complete_gets(btl);
@@ -451,6 +589,18 @@ fn publish(gets: &Gets) {
     stats::CACHE_HITS.store(s.hits, Ordering::Relaxed);
     stats::CACHE_MISSES.store(s.misses, Ordering::Relaxed);
     stats::CACHE_EVICTIONS.store(s.evictions + s.stale, Ordering::Relaxed);
+    stats::CACHE_RELEASED.store(s.peer_released, Ordering::Relaxed);
+}
+
+/// Whom a registration is for (the endpoint ob1 passes to `btl_register_mem`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegisteredFor {
+    /// A peer of the job's segment (its local rank).
+    Peer(u32),
+    /// No endpoint given: any peer may get it.
+    Unknown,
+    /// A process of another job (no CUDA IPC with it).
+    OtherJob,
 }
 
 /// What `btl_register_mem` should do.
@@ -468,7 +618,7 @@ pub enum Reg {
     Decline,
 }
 
-pub fn register(base: *mut u8, size: usize, flags: u32) -> Reg {
+pub fn register(base: *mut u8, size: usize, flags: u32, to: RegisteredFor) -> Reg {
     let Some(cuda) = cuda() else {
         return Reg::Inactive;
     };
@@ -481,10 +631,11 @@ pub fn register(base: *mut u8, size: usize, flags: u32) -> Reg {
             Reg::Host
         };
     }
-    match rsmcuda_cuda::export(cuda.driver, base as u64, size as u64) {
+    match rsmcuda_cuda::export_tracked(cuda.driver, base as u64, size as u64) {
         Ok(None) => Reg::Host,
-        Ok(Some(region)) => {
-            let raw = Box::into_raw(Box::new(region.encode()));
+        Ok(Some(exported)) => {
+            track(cuda, to, &exported);
+            let raw = Box::into_raw(Box::new(exported.region.encode()));
             lock(&cuda.handles).insert(raw as usize);
             Registration::from_raw(raw.cast()).map_or(Reg::Decline, Reg::Device)
         }
@@ -674,5 +825,9 @@ pub fn finalize<M: BtlModule>(btl: &Btl<M>) {
     }
     *lock(&cuda.gets) = None;
     *lock(&CONTROL) = None;
+    // Notices still queued are moot: every peer closes its mappings at its finalize.
+    *lock(&EXPORTS) = None;
+    EXPORTS_LIVE.store(false, Ordering::Relaxed);
+    RELEASE_WORK.store(false, Ordering::Release);
     end_pml_support();
 }

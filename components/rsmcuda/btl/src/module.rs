@@ -230,9 +230,14 @@ pub fn progress() -> usize {
     // Most passes find nothing: answer those without the whole walk (whose frame and
     // iterator set-up cost ~120 instructions a pass against vader's ~48 in all).
     if btl.nodes.only().is_some_and(Node::idle) && cuda::idle() {
+        cuda::idle_pass();
         return 0;
     }
-    Module::progress(btl)
+    let handled = Module::progress(btl);
+    if handled == 0 {
+        cuda::idle_pass();
+    }
+    handled
 }
 
 impl BtlModule for Module {
@@ -448,12 +453,17 @@ impl BtlModule for Module {
 
     fn register_mem(
         btl: &Btl<Self>,
-        _endpoint: Option<&Endpoint>,
+        endpoint: Option<&Endpoint>,
         base: *mut u8,
         size: usize,
         flags: u32,
     ) -> Option<Registration> {
-        match cuda::register(base, size, flags) {
+        let to = match endpoint {
+            Some(e) if e.job => cuda::RegisteredFor::Peer(e.rank),
+            Some(_) => cuda::RegisteredFor::OtherJob,
+            None => cuda::RegisteredFor::Unknown,
+        };
+        match cuda::register(base, size, flags, to) {
             cuda::Reg::Inactive => single_copy::register(btl, size, flags),
             cuda::Reg::Host => {
                 single_copy::register(btl, size, flags).map(|_| cuda::host_registration())

@@ -16,6 +16,8 @@ pub static SINGLE_COPY_OPS: AtomicU64 = AtomicU64::new(0);
 pub static CACHE_HITS: AtomicU64 = AtomicU64::new(0);
 pub static CACHE_MISSES: AtomicU64 = AtomicU64::new(0);
 pub static CACHE_EVICTIONS: AtomicU64 = AtomicU64::new(0);
+pub static CACHE_RELEASED: AtomicU64 = AtomicU64::new(0);
+pub static RELEASE_NOTICES: AtomicU64 = AtomicU64::new(0);
 pub static IPC_PEERS: AtomicU64 = AtomicU64::new(0);
 pub static IPC_UNAVAILABLE: AtomicU64 = AtomicU64::new(0);
 pub static CUDA_FAILURES: AtomicU64 = AtomicU64::new(0);
@@ -102,6 +104,18 @@ const TABLE: &[(&str, &str, PvarClass, &AtomicU64)] = &[
          their address",
         PvarClass::Counter,
         &CACHE_EVICTIONS,
+    ),
+    (
+        "cuda_ipc_released",
+        "IPC mappings closed because their owner said it freed the allocation",
+        PvarClass::Counter,
+        &CACHE_RELEASED,
+    ),
+    (
+        "cuda_ipc_release_notices",
+        "Notices sent to peers that a device allocation they received was freed",
+        PvarClass::Counter,
+        &RELEASE_NOTICES,
     ),
     (
         "cuda_ipc_peers",

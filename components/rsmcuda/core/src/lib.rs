@@ -1,5 +1,6 @@
 //! rsmcuda core: CUDA IPC handshake state machine (per peer and node-wide), remote
-//! memory-handle cache, the in-order completion ring of IPC copies, the registration
+//! memory-handle cache, the owner's release notices of freed exported allocations
+//! (`release`), the in-order completion ring of IPC copies, the registration
 //! handle, the NUMA placement decision, and who shares which segment and how two
 //! processes of different jobs meet (`rendezvous`) (sans-IO).
 //!
@@ -14,4 +15,5 @@ pub mod copy;
 pub mod ipc;
 pub mod numa;
 pub mod reg;
+pub mod release;
 pub mod rendezvous;

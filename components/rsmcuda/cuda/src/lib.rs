@@ -47,6 +47,10 @@ pub trait Gpu {
     fn can_access_peer(&self, dev: i32, peer: i32) -> Result<bool, i32>;
     /// Whether `ptr` is device memory (host and unknown pointers: false).
     fn is_device_pointer(&self, ptr: u64) -> bool;
+    /// The buffer id of the device allocation containing `ptr`
+    /// (`CU_POINTER_ATTRIBUTE_BUFFER_ID`, with the memory type in one call): `Ok(None)`
+    /// for host memory and addresses the driver does not know (freed).
+    fn buffer_id(&self, ptr: u64) -> Result<Option<u64>, i32>;
     /// Base and size of the allocation containing `ptr` (`cuMemGetAddressRange`).
     fn address_range(&self, ptr: u64) -> Result<(u64, u64), i32>;
     /// `cuIpcGetMemHandle` of the allocation containing `ptr`.
@@ -100,6 +104,9 @@ impl Gpu for cuda::Driver {
     }
     fn is_device_pointer(&self, ptr: u64) -> bool {
         cuda::Driver::is_device_pointer(self, ptr)
+    }
+    fn buffer_id(&self, ptr: u64) -> Result<Option<u64>, i32> {
+        cuda::Driver::buffer_id(self, ptr).map_err(|e| e.code)
     }
     fn address_range(&self, ptr: u64) -> Result<(u64, u64), i32> {
         cuda::Driver::address_range(self, ptr)
@@ -281,6 +288,13 @@ impl<'g, G: Gpu, T> DeviceGets<'g, G, T> {
         self.ring.len()
     }
 
+    /// `peer` freed the allocation it exported as `region` (its release notice): the
+    /// mapping of that handle is closed, now if no get uses it, else when the last one
+    /// completes. Returns whether a mapping was found.
+    pub fn peer_released(&mut self, peer: PeerId, region: &RemoteRegion) -> bool {
+        self.cache.peer_released(peer, region.base, &region.handle)
+    }
+
     /// Cache counters (hits, misses, evictions, ...).
     pub fn stats(&self) -> &CacheStats {
         self.cache.stats()
@@ -289,7 +303,7 @@ impl<'g, G: Gpu, T> DeviceGets<'g, G, T> {
 
 mod link;
 
-pub use link::{ExportError, export, on_control, on_send};
+pub use link::{ExportError, Exported, export, export_tracked, on_control, on_send, probe};
 
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 
 use rsmcuda_core::ipc::peers::{ControlError, IpcPeers};
 use rsmcuda_core::reg::DeviceRegion;
+use rsmcuda_core::release::Probe;
 
 use crate::Gpu;
 
@@ -43,9 +44,27 @@ pub struct ExportError {
 /// The registration of `len` bytes at `ptr` for remote read: `Ok(None)` for host memory
 /// (the CMA path), the allocation's IPC handle for device memory.
 pub fn export<G: Gpu>(gpu: &G, ptr: u64, len: u64) -> Result<Option<DeviceRegion>, ExportError> {
-    if !gpu.is_device_pointer(ptr) {
+    export_tracked(gpu, ptr, len).map(|e| e.map(|e| e.region))
+}
+
+/// A device buffer's registration and the buffer id of its allocation (what the owner
+/// tracks to tell its peers when the allocation is freed, `rsmcuda_core::release`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exported {
+    pub region: DeviceRegion,
+    pub buffer_id: u64,
+}
+
+/// [`export`] with the allocation's buffer id, for the same driver calls: the memory
+/// type and the buffer id come from one `cuPointerGetAttributes`.
+pub fn export_tracked<G: Gpu>(
+    gpu: &G,
+    ptr: u64,
+    len: u64,
+) -> Result<Option<Exported>, ExportError> {
+    let Ok(Some(buffer_id)) = gpu.buffer_id(ptr) else {
         return Ok(None);
-    }
+    };
     let failed = |call| move |code| ExportError { call, code };
     let (base, size) = gpu
         .address_range(ptr)
@@ -71,7 +90,18 @@ pub fn export<G: Gpu>(gpu: &G, ptr: u64, len: u64) -> Result<Option<DeviceRegion
     // CUDA-aware Open MPI's registration does; no IPC event is needed then).
     gpu.set_sync_memops(ptr)
         .map_err(failed("cuPointerSetAttribute"))?;
-    Ok(Some(region))
+    Ok(Some(Exported { region, buffer_id }))
+}
+
+/// What the driver says now of an exported allocation's base: its buffer id, gone
+/// (host or unknown memory, or CUDA_ERROR_INVALID_VALUE), or unknown (any other error:
+/// the allocation is kept, a notice for a live one would only cost the peer a reopen).
+pub fn probe<G: Gpu>(gpu: &G, base: u64) -> Probe {
+    match gpu.buffer_id(base) {
+        Ok(Some(id)) => Probe::Id(id),
+        Ok(None) | Err(ERROR_INVALID_VALUE) => Probe::Gone,
+        Err(_) => Probe::Unknown,
+    }
 }
 
 /// `CUDA_ERROR_INVALID_VALUE`, for a buffer that spans allocations.

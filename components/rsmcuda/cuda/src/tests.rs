@@ -120,6 +120,13 @@ impl Gpu for Fake {
     fn is_device_pointer(&self, ptr: u64) -> bool {
         self.address_range(ptr).is_ok()
     }
+    fn buffer_id(&self, ptr: u64) -> Result<Option<u64>, i32> {
+        let g = self.0.borrow();
+        Ok(g.allocs
+            .iter()
+            .find(|(_, (base, size, live))| *live && ptr >= *base && ptr < base + size)
+            .map(|(tag, _)| u64::from(*tag)))
+    }
     fn address_range(&self, ptr: u64) -> Result<(u64, u64), i32> {
         let g = self.0.borrow();
         g.allocs

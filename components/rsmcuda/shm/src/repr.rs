@@ -19,8 +19,10 @@ use crate::layout::{
 /// The creator stores it last (Release); an attacher that reads 0 knows the creator is not
 /// done yet.
 pub const MAGIC: u64 = u64::from_be_bytes(*b"RSMCUDA1");
-/// Version of the layout in this file and `layout.rs`; bump on any change.
-pub const LAYOUT_VERSION: u32 = 5;
+/// Version of the layout in this file and `layout.rs`, and of what travels through it
+/// (fast box records; the CUDA control messages: 6 added the release notice); bump on
+/// any change.
+pub const LAYOUT_VERSION: u32 = 6;
 /// Bit of [`StateLine::attached`] set by `abandon_waiting`: no attach succeeds after it.
 pub const ABANDONED_BIT: u32 = 1 << 31;
 

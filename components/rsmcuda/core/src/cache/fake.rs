@@ -17,6 +17,7 @@ pub const INVALID_HANDLE: i32 = 400;
 
 #[derive(Clone, Copy, Debug)]
 struct Alloc {
+    handle: IpcHandle,
     peer: u32,
     base: u64,
     size: u64,
@@ -58,6 +59,7 @@ impl FakeGpu {
         g.allocs.insert(
             handle,
             Alloc {
+                handle,
                 peer,
                 base,
                 size,
@@ -88,6 +90,16 @@ impl FakeGpu {
 
     pub fn closes(&self) -> u64 {
         self.0.borrow().closes
+    }
+
+    /// Open mappings whose allocation its owner has freed since (what only the mapping
+    /// keeps alive).
+    pub fn freed_held(&self) -> usize {
+        let g = self.0.borrow();
+        g.open
+            .values()
+            .filter(|o| !g.allocs.get(&o.handle).is_some_and(|a| a.live))
+            .count()
     }
 
     pub fn is_open(&self, mapped: u64) -> bool {

@@ -20,6 +20,10 @@
 //!   [`SEEN_MAX`] of them); a second lookup, while the first is in use or after it was
 //!   closed, keeps it. A buffer sent once and then freed (cudaMalloc, send, cudaFree,
 //!   over and over: Open MPI issue #12971) is never held after its transfer.
+//! - The peer's release notice (it freed an allocation it exported,
+//!   [`RemoteCache::peer_released`]) closes the mapping of that handle, now if unused or
+//!   at its last release; this is what keeps a buffer read twice or more from being held
+//!   after its owner frees it.
 //! - A mapping in use (references > 0) is never closed.
 //! - Released mappings stay open and are evicted in true least-recently-released order
 //!   when the byte limit needs room (the C rgpusm prepends released entries and evicts the
@@ -37,7 +41,7 @@ mod driver;
 mod stats;
 
 #[cfg(test)]
-mod fake;
+pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 
@@ -265,6 +269,30 @@ impl<D: IpcDriver> RemoteCache<D> {
             self.close(id.0);
         }
         Ok(())
+    }
+
+    /// The peer freed the allocation it exported at `base` with `handle` (its release
+    /// notice, [`crate::release`]): the mapping of that handle, if any, is closed now
+    /// if unused, or at its last release, and the allocation is forgotten by the
+    /// first-use memory. A mapping of the same base with another handle (the peer's
+    /// newer allocation there) is left alone. Returns whether a mapping was found.
+    pub fn peer_released(&mut self, peer: PeerId, base: u64, handle: &IpcHandle) -> bool {
+        if let Some(at) = self
+            .seen
+            .iter()
+            .position(|s| (s.0, s.1) == (peer, base) && s.3 == *handle)
+        {
+            self.seen.remove(at);
+        }
+        let Some(&id) = self.index.get(&(peer, base)) else {
+            return false;
+        };
+        if self.entries[&id].handle != *handle {
+            return false;
+        }
+        self.stats.peer_released += 1;
+        self.detach(id);
+        true
     }
 
     /// Close every released mapping; mappings in use are detached and close on release.

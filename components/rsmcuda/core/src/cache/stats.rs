@@ -23,4 +23,7 @@ pub struct CacheStats {
     /// Mappings closed at release after their allocation's first use (not kept: see
     /// `CacheConfig::keep_first_use`).
     pub first_use_closed: u64,
+    /// Mappings closed (or detached, to close at their last release) because their
+    /// owner said it freed the allocation ([`super::RemoteCache::peer_released`]).
+    pub peer_released: u64,
 }

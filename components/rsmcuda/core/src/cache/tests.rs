@@ -637,3 +637,77 @@ fn random_operations_agree_with_the_reference_model() {
         "{t:?}"
     );
 }
+
+/// A buffer read twice is kept; its owner's release notice closes it (now if unused, at
+/// its last release if in use), and a notice naming an older handle at the same base
+/// leaves the newer mapping alone.
+#[test]
+fn the_owners_release_notice_closes_the_mapping_of_that_handle_only() {
+    let gpu = FakeGpu::default();
+    let mut c = RemoteCache::new(gpu.clone(), CacheConfig::default());
+    let base = 0x5000_0000;
+    let h = gpu.alloc(0, base, MB);
+    for _ in 0..2 {
+        let m = c.lookup(0, base, MB, &h).unwrap();
+        c.release(m.id).unwrap();
+    }
+    assert_eq!(gpu.open_count(), 1, "read twice: kept");
+    gpu.free(&h);
+    assert_eq!(gpu.freed_held(), 1);
+    // Another peer's notice, or another handle at that base: nothing happens.
+    assert!(!c.peer_released(1, base, &h));
+    assert!(!c.peer_released(0, base, &IpcHandle([9; 64])));
+    assert!(c.peer_released(0, base, &h));
+    assert_eq!((gpu.open_count(), gpu.freed_held()), (0, 0));
+    assert_eq!((c.stats().peer_released, c.cached_bytes()), (1, 0));
+    assert!(
+        !c.peer_released(0, base, &h),
+        "a second notice finds nothing"
+    );
+
+    // In use when the notice comes: closed at its last release.
+    let h2 = gpu.alloc(0, base, MB);
+    let m1 = c.lookup(0, base, MB, &h2).unwrap();
+    let m2 = c.lookup(0, base, MB, &h2).unwrap();
+    assert!(c.peer_released(0, base, &h2));
+    assert_eq!(gpu.open_count(), 1, "never closed while in use");
+    c.release(m1.id).unwrap();
+    assert_eq!(gpu.open_count(), 1);
+    c.release(m2.id).unwrap();
+    assert_eq!(gpu.open_count(), 0, "closed at the last release");
+    gpu.free(&h2);
+
+    // A late notice of the old handle after the peer reallocated at the same base.
+    let old = gpu.alloc(0, base, MB);
+    let m = c.lookup(0, base, MB, &old).unwrap();
+    c.release(m.id).unwrap();
+    gpu.free(&old);
+    let new = gpu.alloc(0, base, MB);
+    for _ in 0..2 {
+        let m = c.lookup(0, base, MB, &new).unwrap();
+        c.release(m.id).unwrap();
+    }
+    assert!(!c.peer_released(0, base, &old));
+    assert_eq!(gpu.open_count(), 1, "the newer mapping stays");
+    let hit = c.lookup(0, base, MB, &new).unwrap();
+    assert!(hit.hit);
+    c.release(hit.id).unwrap();
+}
+
+/// A notice for an allocation closed after its first use makes the cache forget it: the
+/// next lookup of that handle (which cannot come: it was freed) would not count as a
+/// second use.
+#[test]
+fn a_release_notice_forgets_an_allocation_used_once() {
+    let gpu = FakeGpu::default();
+    let mut c = RemoteCache::new(gpu.clone(), CacheConfig::default());
+    let h = gpu.alloc(2, 0x6000_0000, MB);
+    let m = c.lookup(2, 0x6000_0000, MB, &h).unwrap();
+    c.release(m.id).unwrap();
+    assert_eq!(gpu.open_count(), 0);
+    assert!(!c.peer_released(2, 0x6000_0000, &h), "nothing open");
+    // Looked up again anyway: a first use again (not kept), since the notice erased it.
+    let m = c.lookup(2, 0x6000_0000, MB, &h).unwrap();
+    c.release(m.id).unwrap();
+    assert_eq!(gpu.open_count(), 0);
+}

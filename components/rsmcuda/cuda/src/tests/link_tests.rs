@@ -49,6 +49,9 @@ impl Gpu for Side<'_> {
     fn is_device_pointer(&self, p: u64) -> bool {
         self.gpu.is_device_pointer(p)
     }
+    fn buffer_id(&self, p: u64) -> Result<Option<u64>, i32> {
+        self.gpu.buffer_id(p)
+    }
     fn address_range(&self, p: u64) -> Result<(u64, u64), i32> {
         self.gpu.address_range(p)
     }
@@ -259,4 +262,55 @@ fn a_send_without_a_context_says_so() {
         on_send(&none, &mut p, 1),
         "already asked: no question, nothing to report"
     );
+}
+
+/// The owner's release notice end to end: A exports a buffer B reads twice (B keeps
+/// the mapping), A frees it, A's idle check finds it gone through the driver and owes B
+/// a notice, whose bytes close B's mapping. No driver check at A's repeated exports.
+#[test]
+fn a_freed_buffer_read_twice_is_closed_by_its_owners_notice() {
+    use rsmcuda_core::release::{Exports, ExportsConfig, Probe, ReleaseMsg};
+    let gpu = Fake::default();
+    let a = Side {
+        gpu: &gpu,
+        device: Some(0),
+    };
+    let b = Side {
+        gpu: &gpu,
+        device: Some(0),
+    };
+    let data = vec![0x33; 4096];
+    gpu.alloc(9, 0x20_0000, &data);
+    let mut exports = Exports::new(ExportsConfig::new(0, 2));
+    let mut gets = DeviceGets::new(&b, CacheConfig::default(), 8).unwrap();
+    for (i, dst) in [0xA000u64, 0xB000].into_iter().enumerate() {
+        let e = export_tracked(&a, 0x20_0000, 4096).unwrap().unwrap();
+        assert_eq!(e.buffer_id, 9);
+        let checks = exports.exported(Some(1), e.region, e.buffer_id, |_| {
+            panic!("nothing else to check")
+        });
+        assert_eq!(checks, 0);
+        // SAFETY: fake memory.
+        unsafe { gets.start(0, &e.region, 0x20_0000, dst, 4096, i) }.unwrap();
+        assert_eq!(drain(&mut gets), vec![Done::Ok(i)]);
+    }
+    assert_eq!(gpu.0.borrow().open.len(), 1, "read twice: kept");
+    assert_eq!(probe(&a, 0x20_0000), Probe::Id(9));
+    exports.on_idle(|base| probe(&a, base));
+    assert_eq!(exports.pending(), 0, "alive: nothing owed");
+
+    gpu.free(9);
+    assert_eq!(probe(&a, 0x20_0000), Probe::Gone);
+    // Backed off to every 2nd idle call after one check found it alive.
+    for _ in 0..2 {
+        exports.on_idle(|base| probe(&a, base));
+    }
+    let (to, regions) = exports.next_batch(16).expect("a notice for B");
+    assert_eq!(to, 1);
+    let msg = ReleaseMsg::decode(&ReleaseMsg { from: 0, regions }.encode()).unwrap();
+    for r in &msg.regions {
+        assert!(gets.peer_released(msg.from, r));
+    }
+    assert_eq!(gpu.0.borrow().open.len(), 0, "B's mapping is closed");
+    assert_eq!(gets.stats().peer_released, 1);
 }
