@@ -77,7 +77,7 @@ job() { # job SERIES BTL USES SPREAD
     rc=$?
     t1=$(date +%s.%N)
     say "== $name: exit $rc, $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s"
-    grep -E "^malloc_bcast_free|passed|FAIL|^pvars:" "$jobs/$name.txt" | head -n 12 | tee -a "$summary"
+    grep -a -E "^malloc_bcast_free|passed|FAIL|^pvars:" "$jobs/$name.txt" | head -n 12 | tee -a "$summary"
     pack
 }
 for series in 4.1 5.0; do
