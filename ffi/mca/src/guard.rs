@@ -4,16 +4,23 @@
 //! `catch_unwind`; a panic is logged through `opal_output` (stream 0, always shown)
 //! with its message and source location, and the entry point returns the
 //! caller-chosen failure value (an OPAL/OMPI error code, a NULL pointer, ...).
+//!
+//! The guard keeps no state of its own on the way in: the hot entry points (a BTL's
+//! sendi, every progress pass) pay only `catch_unwind`, which costs nothing until a
+//! panic, and one check that the hook is installed. The hook therefore cannot know
+//! whether a panic will be caught: it records the message for the guard that may catch
+//! it and hands the panic on to the hook before it (Rust's own prints it on stderr),
+//! so an uncaught one is reported as ever and a caught one twice (stderr and
+//! `opal_output`). A thread-local depth counter told the hook before; reading it
+//! twice per call cost two `__tls_get_addr` calls in a shared object.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
 
 thread_local! {
-    /// Set while a guarded body runs on this thread, so the hook knows to record
-    /// rather than print through the default hook.
-    static GUARD_DEPTH: Cell<u32> = const { Cell::new(0) };
-    /// Message and location of the last panic caught on this thread.
+    /// Message and location of the last panic on this thread, for the guard that
+    /// catches it (touched only when a panic happens).
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
 
@@ -23,11 +30,6 @@ fn install_hook() {
     INSTALL_HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
-            let guarded = GUARD_DEPTH.get() > 0;
-            if !guarded {
-                previous(info);
-                return;
-            }
             let message = info
                 .payload()
                 .downcast_ref::<&str>()
@@ -39,6 +41,7 @@ fn install_hook() {
                 .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
                 .unwrap_or_else(|| "<unknown location>".to_owned());
             LAST_PANIC.with(|p| *p.borrow_mut() = Some(format!("{message} at {location}")));
+            previous(info);
         }));
     });
 }
@@ -47,10 +50,7 @@ fn install_hook() {
 #[inline]
 pub fn guard<R>(entry: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
     install_hook();
-    GUARD_DEPTH.set(GUARD_DEPTH.get() + 1);
-    let outcome = panic::catch_unwind(AssertUnwindSafe(body));
-    GUARD_DEPTH.set(GUARD_DEPTH.get() - 1);
-    match outcome {
+    match panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(_) => {
             let what = LAST_PANIC
