@@ -20,7 +20,7 @@ static const char *names[] = {
 };
 #define N (sizeof names / sizeof names[0])
 
-static MPI_T_pvar_session session;
+static MPI_T_pvar_session pvar_session;
 static MPI_T_pvar_handle handles[N];
 static int have[N];
 
@@ -28,7 +28,7 @@ static void open_pvars(void)
 {
     int provided, num = 0;
     MPI_T_init_thread(MPI_THREAD_SINGLE, &provided);
-    MPI_T_pvar_session_create(&session);
+    MPI_T_pvar_session_create(&pvar_session);
     MPI_T_pvar_get_num(&num);
     for (size_t k = 0; k < N; k++) {
         for (int i = 0; i < num && !have[k]; i++) {
@@ -43,11 +43,11 @@ static void open_pvars(void)
                 strcmp(name, names[k]) != 0)
                 continue;
             if (type == MPI_UNSIGNED_LONG_LONG &&
-                MPI_T_pvar_handle_alloc(session, i, NULL, &handles[k], &count) == MPI_SUCCESS &&
+                MPI_T_pvar_handle_alloc(pvar_session, i, NULL, &handles[k], &count) == MPI_SUCCESS &&
                 count == 1) {
                 have[k] = 1;
                 if (!continuous)
-                    MPI_T_pvar_start(session, handles[k]);
+                    MPI_T_pvar_start(pvar_session, handles[k]);
             }
         }
     }
@@ -77,11 +77,11 @@ int MPI_Finalize(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     for (size_t k = 0; k < N; k++) {
         mine[k] = 0;
-        ok[k] = have[k] && MPI_T_pvar_read(session, handles[k], &mine[k]) == MPI_SUCCESS;
+        ok[k] = have[k] && MPI_T_pvar_read(pvar_session, handles[k], &mine[k]) == MPI_SUCCESS;
         if (have[k])
-            MPI_T_pvar_handle_free(session, &handles[k]);
+            MPI_T_pvar_handle_free(pvar_session, &handles[k]);
     }
-    MPI_T_pvar_session_free(&session);
+    MPI_T_pvar_session_free(&pvar_session);
     MPI_T_finalize();
     PMPI_Reduce(mine, sum, N, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     PMPI_Reduce(ok, all, N, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
