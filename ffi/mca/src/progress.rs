@@ -22,6 +22,16 @@ pub fn unregister(callback: ProgressFn) -> Result<()> {
     to_result(unsafe { sys::opal_progress_unregister(Some(callback)) }).map(drop)
 }
 
+/// Whether Open MPI asks waiting loops to give the core away when a pass found nothing
+/// (`mpi_yield_when_idle`, on by default when a node runs more ranks than cores), as
+/// `opal_progress` itself does. A component's own blocking loop should do the same:
+/// the peer it waits for may be the process that needs the core.
+pub fn yield_when_idle() -> bool {
+    // SAFETY: a bool Open MPI sets during initialisation; opal_progress reads it
+    // unsynchronised too, and a stale value only changes whether a pass yields.
+    unsafe { std::ptr::read_volatile(&raw const sys::opal_progress_yield_when_idle) }
+}
+
 /// Defines a guarded `extern "C"` progress function calling `$body` (returning the
 /// number of events handled).
 #[macro_export]

@@ -157,6 +157,17 @@ impl Engine {
         }
     }
 
+    /// One pass of a blocking wait: progress, then give the core away if nothing
+    /// happened and Open MPI asks so (more ranks than cores). A blocking send on a
+    /// provider's rendezvous waits for its peer's process to progress; spinning here
+    /// kept that peer off the core for a whole time slice at each step
+    /// (docs/rofi-measurements.md, "Collectives with more ranks than cores").
+    pub fn wait_pass(&self) {
+        if self.progress() == 0 && mca::progress::yield_when_idle() {
+            std::thread::yield_now();
+        }
+    }
+
     /// Runs `post` until the provider stops answering FI_EAGAIN, progressing between
     /// tries so the resources it waits for are freed.
     pub fn retry(&self, mut post: impl FnMut() -> isize) -> isize {
@@ -169,7 +180,7 @@ impl Engine {
                 return rc;
             }
             bump(Counter::EagainRetries);
-            self.progress();
+            self.wait_pass();
         }
     }
 

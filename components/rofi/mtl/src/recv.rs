@@ -104,7 +104,7 @@ impl Engine {
         }
         // The context lives on the caller's stack or heap until this event arrives.
         loop {
-            self.progress();
+            self.wait_pass();
             if let Some(ev) = op.take() {
                 return Ok(ev);
             }

@@ -188,7 +188,7 @@ impl Engine {
                 }
                 SendStep::Wait => {}
             }
-            self.progress();
+            self.wait_pass();
             step = SendStep::Wait;
             if let Some(ev) = data_op.take() {
                 step = send_event(&mut tracker, Leg::Data, &ev);

@@ -70,7 +70,7 @@ impl Engine {
             (None, Posted::Waits) => loop {
                 match flag.load(Ordering::Acquire) {
                     0 => {
-                        self.progress();
+                        self.wait_pass();
                     }
                     1 => break,
                     _ => return Err(Error::ERROR),
