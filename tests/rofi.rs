@@ -783,9 +783,10 @@ fn without_the_bsend_copy_cm_resends_stale_data() {
 #[test]
 fn stock_cm_mishandles_restarted_persistent_bsends() {
     for parts in ["--parts=A", "--parts=B", "--parts=C", "--parts=D"] {
+        // A part takes a few seconds where it works (stock tcp below): 15 s is a hang.
         let out = Job::new(&McaConfig::stock_ofi_tcp(), 2, program("persistent_bsend"))
             .args(&[parts])
-            .timeout(Duration::from_secs(30))
+            .timeout(Duration::from_secs(15))
             .run();
         assert!(
             !out.succeeded(),
