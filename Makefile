@@ -49,7 +49,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle
+.PHONY: all components cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle check-debian13
 
 all: components
 
@@ -272,3 +272,10 @@ validate-ci: $(VALIDATE_DEPS) validate-tool
 clean:
 	rm -rf $(BUILD)
 	$(CARGO) clean
+
+# Ours built and tested inside a Debian 13 (trixie) root made by debootstrap, with
+# Debian's own Open MPI 5.0.7 packages and cargo from trixie-backports, as the README's
+# Debian 13 section installs them (tests/debian13/check; the root's tarball cached in
+# ~/.cache/rmca by configure-support/debian13-root). Needs root.
+check-debian13:
+	tests/debian13/check
