@@ -117,7 +117,7 @@ check: setup lint test
 # issue that touches a series: about 1 h 30 min here with warm caches, and the first
 # time another hour for the static 4.1.4 build.
 check-all:
-	RMCA_MATRIX=full $(MAKE) --no-print-directory check check-ompi5 check-cuda check-libfabric2 check-static
+	RMCA_MATRIX=full $(MAKE) --no-print-directory check check-ompi5 check-cuda check-libfabric2 check-static check-debian13
 
 bench-tool:
 	$(CARGO) build --release -p rmca-bench
