@@ -37,14 +37,14 @@ fn assert_known_defect(config: McaConfig, name: &str, ranks: u32, timeout: u64) 
 /// crash or hang). See tests/programs/README.md.
 #[test]
 fn stock_ob1_corrupts_memory_when_truncating_a_rendezvous_message() {
-    assert_known_defect(McaConfig::stock_vader(), "trunc_large", 2, 20);
+    assert_known_defect(McaConfig::stock_vader(), "trunc_large", 2, 10);
 }
 
 /// Known upstream defect in the 4.1.4 OFI MTL on tcp;ofi_rxm: the truncation is
 /// reported, but later traffic on the communicator fails or hangs.
 #[test]
 fn stock_ofi_mtl_breaks_after_a_truncated_receive() {
-    assert_known_defect(McaConfig::stock_ofi_tcp(), "p2p_cancel_trunc", 2, 20);
+    assert_known_defect(McaConfig::stock_ofi_tcp(), "p2p_cancel_trunc", 2, 10);
 }
 
 /// Known upstream defect (open-mpi/ompi#11327, fixed in 5.0, not in 4.1.4): the OFI
