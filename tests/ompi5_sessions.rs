@@ -26,16 +26,15 @@ use std::time::Duration;
 use mca_harness::ompi5::{self, on_ompi5};
 use mca_harness::{Job, McaConfig};
 
-/// comm_from_group at 2 and 4 ranks on `config` (pml ob1 and `btl`), on 5.0.
-fn passes_with_btl(name: &str, btl: &str) {
+/// comm_from_group at 2 and 4 ranks on `config` (5.0), every byte checked.
+fn comm_from_group_passes(config: &McaConfig) {
     if !ompi5::available() {
         return;
     }
-    let config = on_ompi5(McaConfig::new(name, &[("pml", "ob1"), ("btl", btl)]));
     // Compiled with 5.0's mpicc (static_ompi::program_for; check.h from tests/programs).
     let binary = config.program("comm_from_group");
     for ranks in [2, 4] {
-        let out = Job::new(&config, ranks, &binary)
+        let out = Job::new(config, ranks, &binary)
             .timeout(Duration::from_secs(120))
             .run();
         out.assert_passed();
@@ -47,17 +46,17 @@ fn passes_with_btl(name: &str, btl: &str) {
 
 #[test]
 fn comm_from_group_stock_sm() {
-    passes_with_btl("stock-sm", "self,sm");
+    comm_from_group_passes(&ob1_config("stock-sm", "self,sm"));
 }
 
 #[test]
 fn comm_from_group_rsmcuda() {
-    passes_with_btl("rsmcuda", "self,rsmcuda");
+    comm_from_group_passes(&ob1_config("rsmcuda", "self,rsmcuda"));
 }
 
 #[test]
 fn comm_from_group_rusnic() {
-    passes_with_btl("rusnic", "self,rusnic");
+    comm_from_group_passes(&ob1_config("rusnic", "self,rusnic"));
 }
 
 /// cm with `mtl` on the libfabric provider `provider`, on 5.0.
@@ -72,22 +71,6 @@ fn cm_config(name: &str, mtl: &str, provider: &str) -> McaConfig {
     ))
 }
 
-/// comm_from_group at 2 and 4 ranks under cm.
-fn passes_with_mtl(config: &McaConfig) {
-    if !ompi5::available() {
-        return;
-    }
-    let binary = config.program("comm_from_group");
-    for ranks in [2, 4] {
-        let out = Job::new(config, ranks, &binary)
-            .timeout(Duration::from_secs(120))
-            .run();
-        out.assert_passed();
-        let (passed, _) = out.counts().expect("counts");
-        assert!(passed > 0, "{}", out.report());
-    }
-}
-
 /// Under cm a communicator made from a group has an index per process: rofi's
 /// messages carry the receiver's (`Comm::remote_context_id`), through the provider's
 /// tag matching (tcp) and through rofi's own (shm, where rofi matches messages
@@ -95,12 +78,12 @@ fn passes_with_mtl(config: &McaConfig) {
 /// related features"). The stock OFI MTL is the control.
 #[test]
 fn comm_from_group_rofi_tcp() {
-    passes_with_mtl(&cm_config("rofi-tcp", "rofi", "tcp;ofi_rxm"));
+    comm_from_group_passes(&cm_config("rofi-tcp", "rofi", "tcp;ofi_rxm"));
 }
 
 #[test]
 fn comm_from_group_rofi_shm() {
-    passes_with_mtl(&cm_config("rofi-shm", "rofi", "shm"));
+    comm_from_group_passes(&cm_config("rofi-shm", "rofi", "shm"));
 }
 
 /// A scalable endpoint with communicators spread over 4 contexts: both ends choose a
@@ -108,7 +91,7 @@ fn comm_from_group_rofi_shm() {
 /// their own indices.
 #[test]
 fn comm_from_group_rofi_sockets_sep4_grouping() {
-    passes_with_mtl(
+    comm_from_group_passes(
         &cm_config("rofi-sockets-sep4-grouping", "rofi", "sockets")
             .with("mtl_rofi_enable_sep", "1")
             .with("mtl_rofi_num_ctxts", "4")
@@ -118,7 +101,7 @@ fn comm_from_group_rofi_sockets_sep4_grouping() {
 
 #[test]
 fn comm_from_group_stock_ofi() {
-    passes_with_mtl(&cm_config("stock-ofi-tcp", "ofi", "tcp;ofi_rxm"));
+    comm_from_group_passes(&cm_config("stock-ofi-tcp", "ofi", "tcp;ofi_rxm"));
 }
 
 /// tests/ompi5/mpi_session_only.c (MPI Sessions without MPI_Init, two in a row, a rank
@@ -136,25 +119,22 @@ fn mpi_session_only_passes(config: &McaConfig, ranks: &[u32], args: &[&str]) {
     }
 }
 
-fn mpi_sessions_config(name: &str, btl: &str) -> McaConfig {
+/// pml ob1 with `btl`, on 5.0.
+fn ob1_config(name: &str, btl: &str) -> McaConfig {
     on_ompi5(McaConfig::new(name, &[("pml", "ob1"), ("btl", btl)]))
 }
 
 #[test]
 fn mpi_session_only_stock_sm() {
     if ompi5::available() {
-        mpi_session_only_passes(&mpi_sessions_config("stock-sm", "self,sm"), &[1, 2, 4], &[]);
+        mpi_session_only_passes(&ob1_config("stock-sm", "self,sm"), &[1, 2, 4], &[]);
     }
 }
 
 #[test]
 fn mpi_session_only_rsmcuda() {
     if ompi5::available() {
-        mpi_session_only_passes(
-            &mpi_sessions_config("rsmcuda", "self,rsmcuda"),
-            &[1, 2, 4],
-            &[],
-        );
+        mpi_session_only_passes(&ob1_config("rsmcuda", "self,rsmcuda"), &[1, 2, 4], &[]);
     }
 }
 
@@ -164,11 +144,7 @@ fn mpi_session_only_rsmcuda() {
 #[test]
 fn mpi_session_only_rusnic() {
     if ompi5::available() {
-        mpi_session_only_passes(
-            &mpi_sessions_config("rusnic", "self,rusnic"),
-            &[1, 2, 4],
-            &[],
-        );
+        mpi_session_only_passes(&ob1_config("rusnic", "self,rusnic"), &[1, 2, 4], &[]);
     }
 }
 
@@ -195,10 +171,6 @@ fn mpi_session_only_across_two_hosts() {
         return;
     }
     for (name, btl) in [("stock-tcp", "self,tcp"), ("rusnic", "self,rusnic")] {
-        mpi_session_only_passes(
-            &mpi_sessions_config(name, btl).across_hosts(2),
-            &[4],
-            &["--count=1"],
-        );
+        mpi_session_only_passes(&ob1_config(name, btl).across_hosts(2), &[4], &["--count=1"]);
     }
 }

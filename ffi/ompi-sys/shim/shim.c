@@ -136,8 +136,6 @@ static void comm_index_key(const ompi_communicator_t *comm, char key[PMIX_MAX_KE
 int rmca_comm_publish_index(ompi_communicator_t *comm)
 {
 #if OMPI_MAJOR_VERSION >= 5
-    if (OMPI_COMM_IS_GLOBAL_INDEX(comm))
-        return OMPI_SUCCESS;
     char key[PMIX_MAX_KEYLEN + 1];
     comm_index_key(comm, key);
     uint32_t index = comm->c_index;
@@ -148,7 +146,7 @@ int rmca_comm_publish_index(ompi_communicator_t *comm)
     return PMIX_SUCCESS == rc ? OMPI_SUCCESS : opal_pmix_convert_status(rc);
 #else
     (void) comm;
-    return OMPI_SUCCESS;
+    return OMPI_ERR_NOT_SUPPORTED;
 #endif
 }
 
@@ -156,10 +154,6 @@ int rmca_comm_remote_index(ompi_communicator_t *comm, int dest, uint32_t timeout
                            uint32_t *index)
 {
 #if OMPI_MAJOR_VERSION >= 5
-    if (OMPI_COMM_IS_GLOBAL_INDEX(comm)) {
-        *index = comm->c_index;
-        return OMPI_SUCCESS;
-    }
     if (NULL != comm->c_index_vec && 0 != comm->c_index_vec[dest]) {
         *index = comm->c_index_vec[dest];
         return OMPI_SUCCESS;
@@ -185,9 +179,10 @@ int rmca_comm_remote_index(ompi_communicator_t *comm, int dest, uint32_t timeout
         PMIX_VALUE_RELEASE(value);
     return PMIX_SUCCESS == rc ? OMPI_SUCCESS : opal_pmix_convert_status(rc);
 #else
+    (void) comm;
     (void) dest;
     (void) timeout_s;
-    *index = comm->c_contextid;
-    return OMPI_SUCCESS;
+    (void) index;
+    return OMPI_ERR_NOT_SUPPORTED;
 #endif
 }

@@ -50,8 +50,9 @@ uint64_t rmca_my_name_hash(void);
  * process's index through PMIx under a key named by the communicator's 128-bit id, once,
  * when the MTL adds the communicator; remote looks up `dest`'s (blocking in PMIx_Get
  * until `dest` has published it, at most `timeout_s`) and keeps it in the communicator
- * (c_index_vec, Open MPI's own cache of remote indices). For a communicator every
- * member indexes alike, and on 4.1, publish does nothing and remote is the shared id. */
+ * (c_index_vec, Open MPI's own cache of remote indices). Only for a communicator whose
+ * members index it differently (not OMPI_COMM_IS_GLOBAL_INDEX: the caller checks);
+ * OMPI_ERR_NOT_SUPPORTED on 4.1, which has none. */
 int rmca_comm_publish_index(ompi_communicator_t *comm);
 int rmca_comm_remote_index(ompi_communicator_t *comm, int dest, uint32_t timeout_s,
                            uint32_t *index);

@@ -144,8 +144,7 @@ impl Comm {
     #[cfg(ompi5)]
     #[inline]
     pub fn remote_context_id(&self, dest: i32) -> Result<u32> {
-        // SAFETY: valid communicator for the duration of the MTL call.
-        if unsafe { (*self.0).c_flags } & sys::OMPI_COMM_GLOBAL_INDEX != 0 {
+        if self.shares_one_index() {
             return Ok(self.context_id());
         }
         let mut index = 0u32;
@@ -159,8 +158,20 @@ impl Comm {
     /// peers' [`Comm::remote_context_id`]; nothing for any other communicator.
     #[cfg(ompi5)]
     pub fn publish_index(&self) -> Result<()> {
+        if self.shares_one_index() {
+            return Ok(());
+        }
         // SAFETY: valid communicator for the duration of the MTL call.
         crate::error::to_result(unsafe { sys::rmca_comm_publish_index(self.0) }).map(|_| ())
+    }
+
+    /// Every member indexes this communicator alike (made the MPI-3 way), which is
+    /// what `OMPI_COMM_IS_GLOBAL_INDEX` tells.
+    #[cfg(ompi5)]
+    #[inline]
+    fn shares_one_index(&self) -> bool {
+        // SAFETY: valid communicator for the duration of the MTL call.
+        unsafe { (*self.0).c_flags & sys::OMPI_COMM_GLOBAL_INDEX != 0 }
     }
 
     /// A 32-bit id of the communicator that every member computes alike, for choices
@@ -169,16 +180,15 @@ impl Comm {
     /// of the 128-bit extended id the members agreed on.
     #[cfg(ompi5)]
     pub fn agreed_id(&self) -> u32 {
+        if self.shares_one_index() {
+            return self.context_id();
+        }
         // SAFETY: valid communicator for the duration of the MTL call; `cid_sub` is a
         // union of a u64 and 8 bytes, either reading of which is defined.
-        unsafe {
-            if (*self.0).c_flags & sys::OMPI_COMM_GLOBAL_INDEX != 0 {
-                return (*self.0).c_index;
-            }
-            let id = (*self.0).c_contextid;
-            let folded = id.cid_base ^ id.cid_sub.u64_.rotate_left(32);
-            (folded ^ (folded >> 32)) as u32
-        }
+        let id = unsafe { (*self.0).c_contextid };
+        // SAFETY: as above.
+        let folded = id.cid_base ^ unsafe { id.cid_sub.u64_ }.rotate_left(32);
+        (folded ^ (folded >> 32)) as u32
     }
 
     /// Open MPI 4.1 has one context id per communicator, shared by all its members.
