@@ -518,6 +518,41 @@ fn lnx_is_refused_with_the_reason() {
     ]);
 }
 
+/// With no provider list rofi weighs every provider 2.1 lists. sm2 (shared memory,
+/// listed first) loses remote CQ data in rofi's matching probe, so it would need rofi's
+/// own matching, and 2.1 does not offer it with untagged messages and reads: rofi passes
+/// it over for tcp;ofi_rxm. It once declined the whole job there instead (found with
+/// Debian 13's libfabric 2.1, where a plain `--mca mtl rofi` then failed MPI_Init).
+#[test]
+fn no_provider_list_passes_sm2_over_for_rxm_on_tcp() {
+    let Some(lf) = libfabric2() else { return };
+    let config = McaConfig::new(
+        "rofi-default-lf2",
+        &[("pml", "cm"), ("mtl", "rofi"), ("mtl_rofi_verbose", "1")],
+    );
+    let out = Job::new(&lf.on(config), 2, mca_harness::program("p2p_sizes"))
+        .timeout(Duration::from_secs(120))
+        .run();
+    out.assert_passed();
+    let log = format!("{}{}", out.stdout, out.stderr);
+    let selected = log
+        .lines()
+        .find(|l| l.contains(": selected"))
+        .unwrap_or_default();
+    assert!(
+        selected.trim_start().starts_with("tcp;ofi_rxm ["),
+        "selected: {selected:?}\n{}",
+        out.report()
+    );
+    if log.contains("sm2 [") {
+        assert!(
+            log.contains("sm2 [sm2]: rejected") || log.contains("sm2 [sm2]: usable"),
+            "{}",
+            out.report()
+        );
+    }
+}
+
 /// `(check, passed)` for every check of tests/libfabric/shm_matching.c, in order.
 fn expect(passed: [bool; 7]) -> Vec<(String, bool)> {
     [

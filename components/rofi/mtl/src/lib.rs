@@ -161,22 +161,36 @@ fn choose(thread_multiple: bool) -> Result<(InfoList, Selection)> {
     // carry the source in the tag still work.
     for directed_recv in [true, false] {
         let list = discover(directed_recv, always)?;
-        let selection = select_probed(&list, p, &req, inherited.as_ref());
-        match selection.chosen {
-            // Host matching needs untagged messages and reads: ask again for those
-            // (asking always would hide providers without them from tagged use).
-            Some(c) if c.host_matching && !always => {
-                let with_msg = discover(directed_recv, true)?;
-                let again = select_probed(&with_msg, p, &req, inherited.as_ref());
-                if again.chosen.is_some_and(|c| c.host_matching) {
-                    return Ok((with_msg, again));
+        // Entries that need host matching and are not listed with what it needs: passed
+        // over for the next candidate (sm2 of libfabric 2.1 loses remote CQ data and has
+        // neither FI_MSG nor reads).
+        let mut lacking: Vec<ProbeKey> = Vec::new();
+        loop {
+            let selection = select_probed(&list, p, &req, inherited.as_ref(), &lacking);
+            match selection.chosen {
+                // Host matching needs untagged messages and reads: ask again for those
+                // (asking always would hide providers without them from tagged use).
+                Some(c) if c.host_matching && !always => {
+                    let with_msg = discover(directed_recv, true)?;
+                    let again = select_probed(&with_msg, p, &req, inherited.as_ref(), &lacking);
+                    if again.chosen.is_some_and(|c| c.host_matching) {
+                        return Ok((with_msg, again));
+                    }
+                    let key = probe_key(&list.entries()[c.index]);
+                    if lacking.contains(&key) {
+                        // Not expected (selection rejects what `lacking` names); refuse
+                        // rather than ask forever.
+                        last = Some((list, selection.refuse_host_matching()));
+                        break;
+                    }
+                    lacking.push(key);
                 }
-                // Not listed with FI_MSG and reads (lnx has tagged messages only): report
-                // the defective choice refused, not a list it is missing from.
-                last = Some((list, selection.refuse_host_matching()));
+                Some(_) => return Ok((list, selection)),
+                None => {
+                    last = Some((list, selection));
+                    break;
+                }
             }
-            Some(_) => return Ok((list, selection)),
-            None => last = Some((list, selection)),
         }
     }
     last.ok_or(Error::NOT_AVAILABLE)
@@ -194,8 +208,9 @@ fn probe_key(info: &ProviderInfo) -> ProbeKey {
     (info.name.clone(), info.fabric.clone(), info.domain.clone())
 }
 
-/// `list`'s entries with what the probe found for them.
-fn probed_entries(list: &InfoList) -> Vec<ProviderInfo> {
+/// `list`'s entries with what the probe found for them, and which of them libfabric
+/// does not offer for host matching (`lacking`).
+fn probed_entries(list: &InfoList, lacking: &[ProbeKey]) -> Vec<ProviderInfo> {
     let probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
     let mut entries = list.entries();
     for e in &mut entries {
@@ -203,6 +218,7 @@ fn probed_entries(list: &InfoList) -> Vec<ProviderInfo> {
         if let Some((_, m)) = probed.iter().find(|(k, _)| *k == key) {
             e.matching = *m;
         }
+        e.lacks_host_matching = lacking.contains(&key);
     }
     entries
 }
@@ -217,12 +233,17 @@ fn select_probed(
     p: &params::Params,
     req: &Requirements,
     inherited: Option<&Inherited>,
+    lacking: &[ProbeKey],
 ) -> Selection {
     if let Some(i) = inherited {
-        return select_inherited(&list.entries(), i, req);
+        let mut entries = list.entries();
+        for e in &mut entries {
+            e.lacks_host_matching = lacking.contains(&probe_key(e));
+        }
+        return select_inherited(&entries, i, req);
     }
     loop {
-        let entries = probed_entries(list);
+        let entries = probed_entries(list, lacking);
         let selection = select(&entries, &p.filter(), req);
         match selection.chosen {
             Some(c) if p.matching_probe.enabled() && wants_probe(&entries[c.index], &c) => {

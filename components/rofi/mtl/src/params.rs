@@ -113,8 +113,8 @@ pub fn register(reg: &mut Registrar) {
         "Comma-separated libfabric providers rofi may use, in order of preference; \
          case-insensitive prefixes of layered names (\"tcp\" matches \"tcp;ofi_rxm\"). \
          Mutually exclusive with mtl_rofi_provider_exclude. Unset: every provider, \
-         preferring hardware, then tcp;ofi_rxm, then shm (single-node jobs), udp;ofi_rxd, \
-         sockets",
+         preferring hardware, then tcp;ofi_rxm, tcp, then shm or sm2 (single-node jobs), \
+         udp;ofi_rxd, sockets; a provider rofi cannot use is passed over for the next",
         |_| Ok(()),
     );
     let exclude = reg.string(

@@ -14,8 +14,8 @@
 //! | tier | providers | why |
 //! |---|---|---|
 //! | 0 | anything not listed below (psm2, psm3, opx, cxi, efa, verbs;ofi_rxm, …) | real hardware |
-//! | 1 | `tcp;ofi_rxm`, `net;ofi_rxm`, `tcp`, `net` | the maintained software path; any job shape |
-//! | 2 | `shm` (single-node jobs only) | fallback when no network provider is present |
+//! | 1 | `tcp;ofi_rxm`, `net;ofi_rxm`, then `tcp`, `net` | the maintained software path; any job shape |
+//! | 2 | `shm`, `sm2` (single-node jobs only) | fallback when no network provider is present |
 //! | 3 | `udp;ofi_rxd` | reliability in software over datagrams: works, slower |
 //! | 4 | `sockets` | deprecated upstream; last, but the only one here allowing SEP |
 //!
@@ -91,6 +91,9 @@ pub struct ProviderInfo {
     pub manual_progress: bool,
     /// What rofi's matching probe found (set by the glue; [`probe`]).
     pub matching: Matching,
+    /// libfabric does not offer this entry with untagged messages and RMA reads, which
+    /// host matching needs (set by the glue after asking for them).
+    pub lacks_host_matching: bool,
 }
 
 impl ProviderInfo {

@@ -135,7 +135,8 @@ impl Tier {
     pub fn of(info: &ProviderInfo) -> Tier {
         match info.core_name().as_str() {
             "tcp" | "net" => Tier::Tcp,
-            "shm" => Tier::SharedMemory,
+            // sm2: libfabric 2's second shared-memory provider.
+            "shm" | "sm2" => Tier::SharedMemory,
             "udp" => Tier::Udp,
             "sockets" => Tier::Sockets,
             _ => Tier::Hardware,
@@ -225,6 +226,9 @@ impl fmt::Display for Rejection {
 /// The reason for host matching when no defect calls for it.
 const ASKED: &str = "mtl_rofi_host_matching always";
 
+/// What a provider listed without FI_MSG and FI_RMA reads lacks for host matching.
+const LACKS_MSG_RMA: &str = "untagged messages or RMA reads (FI_MSG, FI_RMA)";
+
 /// What happened to one candidate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -277,7 +281,7 @@ impl Selection {
                 if v.index == c.index {
                     v.outcome = Outcome::Rejected(Rejection::HostMatchingUnavailable {
                         defect: c.defect,
-                        lacking: "untagged messages or RMA reads (FI_MSG, FI_RMA)",
+                        lacking: LACKS_MSG_RMA,
                     });
                 }
             }
@@ -331,6 +335,12 @@ fn check(
             lacking: "an inject size that holds host matching's headers",
         });
     }
+    if host_matching && info.lacks_host_matching {
+        return Err(Rejection::HostMatchingUnavailable {
+            defect,
+            lacking: LACKS_MSG_RMA,
+        });
+    }
     if host_matching && req.sep.is_some() {
         return Err(Rejection::HostMatchingSep);
     }
@@ -375,7 +385,13 @@ pub fn select(candidates: &[ProviderInfo], filter: &NameFilter, req: &Requiremen
             });
         }
         NameFilter::Default | NameFilter::Exclude(_) => {
-            order.sort_by_key(|&i| Tier::of(&candidates[i]));
+            // In the tcp tier, rxm over tcp before libfabric 2's tcp with RDM endpoints
+            // of its own (listed first there, and less proven under MPI).
+            order.sort_by_key(|&i| {
+                let c = &candidates[i];
+                let tier = Tier::of(c);
+                (tier, tier == Tier::Tcp && !c.name.contains(';'))
+            });
         }
     }
     let mut chosen = None;

@@ -19,6 +19,7 @@ pub(super) fn prov(name: &str, fabric: &str, domain: &str) -> ProviderInfo {
         thread_safe: true,
         manual_progress: true,
         matching: Matching::Unprobed,
+        lacks_host_matching: false,
     }
 }
 
@@ -75,8 +76,8 @@ fn default_policy_works_with_only_software_providers() {
             "tcp;ofi_rxm",
             "tcp;ofi_rxm",
             "tcp;ofi_rxm",
-            "net",
             "net;ofi_rxm",
+            "net",
             "shm",
             "udp;ofi_rxd",
             "sockets"
@@ -155,7 +156,7 @@ fn include_list_is_a_case_insensitive_prefix_preference_order() {
 fn exclude_list_keeps_the_default_order_for_the_rest() {
     let c = this_machine();
     let f = NameFilter::from_params(None, Some("tcp")).unwrap();
-    assert_eq!(chosen_name(&c, &f, &req()).unwrap(), "net");
+    assert_eq!(chosen_name(&c, &f, &req()).unwrap(), "net;ofi_rxm");
     let f = NameFilter::from_params(Some(""), Some("tcp,net,shm")).unwrap();
     let s = select(&c, &f, &req());
     assert_eq!(c[s.chosen.unwrap().index].name, "udp;ofi_rxd");
@@ -529,4 +530,69 @@ fn sockets_carries_the_source_in_the_tag() {
     for p in c.iter().filter(|p| p.name != "sockets") {
         assert!(!p.unknown_sender_matches_any(), "{}", p.name);
     }
+}
+
+/// What libfabric 2.1 (Debian 13's) lists on one node without FI_PROVIDER, in its
+/// order: its own tcp RDM endpoints first, then sm2, whose matching probe loses remote
+/// CQ data and which is not listed with FI_MSG and reads.
+fn libfabric_2_1_machine() -> Vec<ProviderInfo> {
+    let mut sm2 = prov("sm2", "sm2", "sm2");
+    sm2.matching = Matching::Failed(probe::CheckSet::of(&[probe::Check::RemoteCqData]));
+    vec![
+        sm2,
+        prov("tcp", "192.0.2.0/24", "eth0"),
+        prov("tcp", "127.0.0.1/32", "lo"),
+        prov("tcp;ofi_rxm", "192.0.2.0/24", "eth0"),
+        prov("tcp;ofi_rxm", "127.0.0.1/32", "lo"),
+    ]
+}
+
+#[test]
+fn sm2_is_shared_memory_and_rxm_over_tcp_comes_before_tcp_alone() {
+    let c = libfabric_2_1_machine();
+    assert_eq!(Tier::of(&c[0]), Tier::SharedMemory);
+    let s = select(&c, &NameFilter::Default, &req());
+    let names: Vec<&str> = s.verdicts.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["tcp;ofi_rxm", "tcp;ofi_rxm", "tcp", "tcp", "sm2"]);
+    assert_eq!(c[s.chosen.unwrap().index].fabric, "192.0.2.0/24");
+    // Across nodes sm2 cannot reach the peers.
+    let multi = Requirements {
+        single_node: false,
+        ..req()
+    };
+    let s = select(&c, &NameFilter::Default, &multi);
+    assert!(
+        s.report()
+            .contains("sm2 [sm2]: rejected: shm reaches only this node"),
+        "{}",
+        s.report()
+    );
+}
+
+/// Asked for by name, sm2 needs host matching (its probe failed) and cannot have it:
+/// selection passes it over for the next name of the list instead of declining.
+#[test]
+fn a_provider_lacking_host_matching_is_passed_over_for_the_next() {
+    let mut c = libfabric_2_1_machine();
+    let filter = NameFilter::from_params(Some("sm2,tcp;ofi_rxm"), None).unwrap();
+    let first = select(&c, &filter, &req());
+    let chosen = first.chosen.unwrap();
+    assert_eq!(c[chosen.index].name, "sm2");
+    assert!(chosen.host_matching);
+    // What the glue learns by asking libfabric again with FI_MSG and FI_RMA.
+    c[0].lacks_host_matching = true;
+    let again = select(&c, &filter, &req());
+    let chosen = again.chosen.expect("the next provider of the list");
+    assert_eq!(c[chosen.index].name, "tcp;ofi_rxm");
+    assert!(!chosen.host_matching);
+    assert!(
+        again.report().contains(
+            "sm2 [sm2]: rejected: rofi's matching probe found its tagged matching wrong: \
+             remote_cq_data"
+        ) && again
+            .report()
+            .contains("but the provider lacks untagged messages or RMA reads"),
+        "{}",
+        again.report()
+    );
 }

@@ -162,6 +162,8 @@ impl InfoList {
                     manual_progress: fi::data_progress(dom) == fi::FI_PROGRESS_MANUAL,
                     // Filled in from the matching probe (`select_probed` in lib.rs).
                     matching: Default::default(),
+                    // Learnt by asking again with FI_MSG and FI_RMA (`choose` in lib.rs).
+                    lacks_host_matching: false,
                 });
                 cursor = i.next;
             }
