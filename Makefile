@@ -49,7 +49,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle check-debian13
+.PHONY: all components cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle check-debian13 validate-debian13
 
 all: components
 
@@ -279,3 +279,9 @@ clean:
 # ~/.cache/rmca by configure-support/debian13-root). Needs root.
 check-debian13:
 	tests/debian13/check
+
+# `make validate` inside that root, on Debian's Open MPI 5.0.7: MPICH's suite, Debian
+# 13's LAMMPS and GROMACS, ours beside Debian's stock components (VALIDATE_ARGS as for
+# validate). Needs root; long (as make validate on 5.0).
+validate-debian13:
+	RMCA_DEBIAN13_VALIDATE="--jobs 2 $(VALIDATE_ARGS)" tests/debian13/check

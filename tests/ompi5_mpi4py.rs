@@ -86,3 +86,26 @@ fn rofi_tcp() {
         &[],
     );
 }
+
+/// rofi on the shm provider and the stock OFI MTL on `tcp;ofi_rxm` (cm's other pair):
+/// with the whole matrix (`RMCA_MATRIX=full`, which `make check-debian13` sets for this
+/// file inside the Debian 13 root, where the mpi4py is Debian's own).
+#[test]
+fn rofi_shm_and_stock_ofi() {
+    if !ompi5::available() || !mca_harness::full_matrix() {
+        return;
+    }
+    for config in [
+        McaConfig::new(
+            "rofi-shm",
+            &[
+                ("pml", "cm"),
+                ("mtl", "rofi"),
+                ("mtl_rofi_provider_include", "shm"),
+            ],
+        ),
+        McaConfig::stock_ofi_tcp(),
+    ] {
+        at_2_ranks(config, Scope::Subset, &[]);
+    }
+}
