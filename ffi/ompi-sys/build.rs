@@ -7,7 +7,17 @@ use std::process::Command;
 
 /// Names we bind. Everything else in the headers stays out of the bindings.
 const ALLOW_PATTERNS: &[&str] = &[
-    "opal_.*", "ompi_.*", "mca_.*", "rmca_.*", "OPAL_.*", "OMPI_.*", "MCA_.*", "MPI_.*",
+    "opal_.*",
+    "ompi_.*",
+    "mca_.*",
+    "rmca_.*",
+    "OPAL_.*",
+    "OMPI_.*",
+    "MCA_.*",
+    "MPI_.*",
+    // The convertor's flags, renumbered in 6.0 (CONVERTOR_ACCELERATOR 0x00400000 on
+    // 5.0 is CONVERTOR_RECV there).
+    "CONVERTOR_.*",
 ];
 
 /// The few hwloc items `mca::hwloc` uses to read the topology libopen-pal has already

@@ -2,9 +2,13 @@
 
 use ompi_sys as sys;
 
-/// The flags that mark device memory: 4.1's `CONVERTOR_CUDA | CONVERTOR_CUDA_UNIFIED`,
-/// 5.0's `CONVERTOR_ACCELERATOR | CONVERTOR_ACCELERATOR_UNIFIED` (the same bits).
-const ON_DEVICE: u32 = 0x0040_0000 | 0x1000_0000;
+/// The flags that mark device memory, from the headers: 4.1's `CONVERTOR_CUDA |
+/// CONVERTOR_CUDA_UNIFIED`, 5.0's and 6.0's `CONVERTOR_ACCELERATOR |
+/// CONVERTOR_ACCELERATOR_UNIFIED` (the same bits as 4.1's on 5.0, others on 6.0).
+#[cfg(not(ompi5))]
+const ON_DEVICE: u32 = sys::CONVERTOR_CUDA | sys::CONVERTOR_CUDA_UNIFIED;
+#[cfg(ompi5)]
+const ON_DEVICE: u32 = sys::CONVERTOR_ACCELERATOR | sys::CONVERTOR_ACCELERATOR_UNIFIED;
 
 /// A borrowed `opal_convertor_t` (the PML owns it), or none: a send with no payload
 /// may come without a convertor (Open MPI 5's ob1 sends its control messages, e.g.
@@ -30,8 +34,8 @@ impl Convertor {
         self.0
     }
 
-    /// The convertor's `CONVERTOR_*` flags (e.g. `CONVERTOR_CUDA` 0x0040_0000 for a
-    /// device buffer in a CUDA-aware build).
+    /// The convertor's `CONVERTOR_*` flags (e.g. `CONVERTOR_CUDA` for a device buffer in
+    /// a CUDA-aware 4.1 build).
     fn flags(&self) -> u32 {
         if self.0.is_null() {
             return 0;
