@@ -10,6 +10,30 @@ const ON_DEVICE: u32 = sys::CONVERTOR_CUDA | sys::CONVERTOR_CUDA_UNIFIED;
 #[cfg(ompi5)]
 const ON_DEVICE: u32 = sys::CONVERTOR_ACCELERATOR | sys::CONVERTOR_ACCELERATOR_UNIFIED;
 
+/// `#define CONVERTOR_HOMOGENEOUS 0x00080000` (opal_convertor.h, 4.1 and 5.0).
+const HOMOGENEOUS: u32 = 0x0008_0000;
+/// `#define OPAL_DATATYPE_FLAG_CONTIGUOUS 0x0010` (opal_datatype.h).
+const FLAG_CONTIGUOUS: u32 = 0x0010;
+/// `#define OPAL_DATATYPE_FLAG_NO_GAPS 0x0020` (opal_datatype.h).
+const FLAG_NO_GAPS: u32 = 0x0020;
+
+/// `opal_convertor_need_buffers(c) == 0` and not device memory, from the convertor's
+/// flags and count. 4.1's function (CUDA build) and 5.0's are:
+///
+/// ```c
+/// if (0 == (flags & CONVERTOR_HOMOGENEOUS)) return 1;
+/// if (flags & (CONVERTOR_CUDA | CONVERTOR_CUDA_UNIFIED)) return 1;   /* 4.1 with CUDA */
+/// if (flags & OPAL_DATATYPE_FLAG_NO_GAPS) return 0;
+/// if ((count == 1) && (flags & OPAL_DATATYPE_FLAG_CONTIGUOUS)) return 0;
+/// return 1;
+/// ```
+#[inline]
+fn host_contiguous(flags: u32, count: u64) -> bool {
+    flags & HOMOGENEOUS != 0
+        && flags & ON_DEVICE == 0
+        && (flags & FLAG_NO_GAPS != 0 || (count == 1 && flags & FLAG_CONTIGUOUS != 0))
+}
+
 /// A borrowed `opal_convertor_t` (the PML owns it), or none: a send with no payload
 /// may come without a convertor (Open MPI 5's ob1 sends its control messages, e.g.
 /// FIN, through `sendi` with a NULL convertor and a payload size of 0). Without one
@@ -92,11 +116,34 @@ impl Convertor {
     /// (contiguous host memory, `len` within what is left); the convertor does not move.
     /// A send that copies them whole and completes (a `sendi`) leaves the convertor
     /// behind as Open MPI's vader does: ob1 does not look at it again.
+    ///
+    /// The questions are `opal_convertor_need_buffers` and
+    /// `opal_convertor_get_current_pointer` (static inline in `opal_convertor.h`, the same
+    /// in 4.1 and 5.0) read here from the convertor's fields, not through their extern
+    /// wrappers: this runs on every small send.
+    #[inline]
     pub fn contiguous(&self, len: usize) -> Option<&[u8]> {
-        if len == 0 || len > self.remaining() || self.needs_packing() || self.on_device() {
+        if len == 0 || self.0.is_null() {
             return None;
         }
-        let ptr = self.current_pointer();
+        // SAFETY: valid convertor (constructor contract); reads plain fields.
+        let c = unsafe { &*self.0 };
+        if c.local_size
+            .checked_sub(c.bConverted)
+            .is_none_or(|left| len > left)
+            || !host_contiguous(c.flags, c.count as u64)
+            || c.pDesc.is_null()
+        {
+            return None;
+        }
+        // opal_convertor_get_current_pointer:
+        //   pConv->pBaseBuf + pConv->bConverted + pConv->pDesc->true_lb
+        // SAFETY: a convertor's pDesc is its datatype, valid while the convertor is.
+        let true_lb = unsafe { (*c.pDesc).true_lb };
+        let ptr = c
+            .pBaseBuf
+            .wrapping_add(c.bConverted)
+            .wrapping_offset(true_lb);
         if ptr.is_null() {
             return None;
         }

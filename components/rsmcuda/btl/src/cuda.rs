@@ -26,7 +26,7 @@
 //! CUDA on) is refused so it does not wait.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use mca::btl::{Btl, BtlModule, RdmaCompletion, RdmaOp, Registration};
@@ -71,8 +71,36 @@ static CUDA: OnceLock<Cuda> = OnceLock::new();
 /// Set at attach when every rank of the segment has CUDA IPC (`active`).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static CONTROL: Mutex<Option<Control>> = Mutex::new(None);
-/// Outputs of the handshake are queued (set and cleared under the CONTROL lock).
-static CONTROL_WORK: AtomicBool = AtomicBool::new(false);
+/// What progress may find to do here, one bit each (so that an idle pass asks one
+/// load): each bit is set and cleared under the lock named at it, with an atomic
+/// read-modify-write since the bits share the word.
+static WORK: AtomicU8 = AtomicU8::new(0);
+/// Outputs of the handshake are queued (under the CONTROL lock).
+const CONTROL_WORK: u8 = 1;
+/// Release notices are queued in EXPORTS (under its lock).
+const RELEASE_WORK: u8 = 2;
+/// Device gets are in flight (under the gets lock).
+const GETS_WORK: u8 = 4;
+/// EXPORTS tracks some allocation: idle progress checks one once in a while (under its
+/// lock).
+const EXPORTS_LIVE: u8 = 8;
+
+#[inline]
+fn work(bit: u8) -> bool {
+    WORK.load(Ordering::Acquire) & bit != 0
+}
+
+/// Sets or clears `bit` of [`WORK`] (its lock held).
+fn set_work(bit: u8, on: bool) {
+    if work(bit) == on {
+        return;
+    }
+    if on {
+        WORK.fetch_or(bit, Ordering::AcqRel);
+    } else {
+        WORK.fetch_and(!bit, Ordering::AcqRel);
+    }
+}
 /// Per local rank: the handshake reached a final state (enabled or refused), so sends
 /// skip the CONTROL lock. Set under that lock, never cleared while the node lives.
 static SETTLED: OnceLock<Vec<AtomicBool>> = OnceLock::new();
@@ -92,10 +120,6 @@ static PML_CUDA_STARTED: AtomicBool = AtomicBool::new(false);
 static PML_CUDA_FAILED: OnceLock<String> = OnceLock::new();
 /// Device allocations exported to peers (with CUDA IPC active, from attach).
 static EXPORTS: Mutex<Option<Exports>> = Mutex::new(None);
-/// EXPORTS tracks some allocation: idle progress checks one once in a while.
-static EXPORTS_LIVE: AtomicBool = AtomicBool::new(false);
-/// Release notices are queued in EXPORTS (set and cleared under its lock).
-static RELEASE_WORK: AtomicBool = AtomicBool::new(false);
 /// Idle progress passes counted while EXPORTS_LIVE (a plain load and store).
 static IDLE_PASSES: AtomicU32 = AtomicU32::new(0);
 /// (local rank, CUDA call) pairs already reported as failing: said once each.
@@ -286,7 +310,7 @@ fn ask_for_ipc(cuda: &Cuda, peer: u32) {
         let has_context = rsmcuda_cuda::on_send(cuda.driver, &mut c.peers, peer);
         NO_CONTEXT.store(!has_context, Ordering::Relaxed);
         if c.peers.pending() > 0 {
-            CONTROL_WORK.store(true, Ordering::Release);
+            set_work(CONTROL_WORK, true);
         }
         mark_settled(&c.peers, peer);
     }
@@ -333,7 +357,7 @@ pub fn on_control(bytes: &[u8]) {
     match result {
         Ok(from) => {
             mark_settled(&c.peers, from);
-            CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release);
+            set_work(CONTROL_WORK, c.peers.pending() > 0);
         }
         Err(e) => mca::help::show_help(crate::help::HELP, "corrupt fifo", true, &[&e.to_string()]),
     }
@@ -366,9 +390,14 @@ fn on_release(bytes: &[u8]) {
 /// get in flight (the things [`progress`] looks at).
 #[inline]
 pub fn idle() -> bool {
-    !CONTROL_WORK.load(Ordering::Acquire)
-        && !RELEASE_WORK.load(Ordering::Acquire)
-        && GETS_IN_FLIGHT.load(Ordering::Acquire) == 0
+    WORK.load(Ordering::Acquire) & (CONTROL_WORK | RELEASE_WORK | GETS_WORK) == 0
+}
+
+/// [`idle`], and no exported allocation tracked either (so [`idle_pass`] has nothing
+/// to count): one load.
+#[inline]
+pub fn quiet() -> bool {
+    WORK.load(Ordering::Acquire) == 0
 }
 
 /// A progress pass found nothing to do: with exported allocations tracked, one of them
@@ -376,7 +405,7 @@ pub fn idle() -> bool {
 /// exports one load.
 #[inline]
 pub fn idle_pass() {
-    if !EXPORTS_LIVE.load(Ordering::Relaxed) {
+    if !work(EXPORTS_LIVE) {
         return;
     }
     let n = IDLE_PASSES.load(Ordering::Relaxed).wrapping_add(1);
@@ -403,9 +432,9 @@ fn idle_check() {
 
 /// After EXPORTS changed (under its lock): the flags progress reads, the pvar.
 fn exports_changed(x: &Exports) {
-    EXPORTS_LIVE.store(x.tracked() > 0, Ordering::Relaxed);
+    set_work(EXPORTS_LIVE, x.tracked() > 0);
     if x.pending() > 0 {
-        RELEASE_WORK.store(true, Ordering::Release);
+        set_work(RELEASE_WORK, true);
     }
     stats::RELEASE_NOTICES.store(x.stats().notices, Ordering::Relaxed);
 }
@@ -432,7 +461,7 @@ fn track(cuda: &Cuda, to: RegisteredFor, e: &Exported) {
 fn flush_releases(node: &Node) -> usize {
     let mut guard = lock(&EXPORTS);
     let Some(x) = guard.as_mut() else {
-        RELEASE_WORK.store(false, Ordering::Release);
+        set_work(RELEASE_WORK, false);
         return 0;
     };
     let max = release::max_per_message(node.eager_capacity());
@@ -453,7 +482,7 @@ fn flush_releases(node: &Node) -> usize {
         }
         sent += 1;
     }
-    RELEASE_WORK.store(x.pending() > 0, Ordering::Release);
+    set_work(RELEASE_WORK, x.pending() > 0);
     sent
 }
 
@@ -462,10 +491,10 @@ fn flush_releases(node: &Node) -> usize {
 #[inline]
 pub fn progress<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
     let mut handled = 0;
-    if CONTROL_WORK.load(Ordering::Acquire) {
+    if work(CONTROL_WORK) {
         handled += flush_control(btl, node);
     }
-    if RELEASE_WORK.load(Ordering::Acquire) {
+    if work(RELEASE_WORK) {
         handled += flush_releases(node);
     }
     if GETS_IN_FLIGHT.load(Ordering::Acquire) > 0 {
@@ -524,7 +553,7 @@ fn flush_control<M: BtlModule>(btl: &Btl<M>, node: &Node) -> usize {
                 },
             }
         }
-        CONTROL_WORK.store(c.peers.pending() > 0, Ordering::Release);
+        set_work(CONTROL_WORK, c.peers.pending() > 0);
     }
     // Outside the lock: ob1's handler may send.
     for (peer, proc_) in told {
@@ -585,6 +614,7 @@ fn complete_gets<M: BtlModule>(btl: &Btl<M>) -> usize {
 /// Counters for MPI_T and progress (under the gets lock).
 fn publish(gets: &Gets) {
     GETS_IN_FLIGHT.store(gets.in_flight(), Ordering::Release);
+    set_work(GETS_WORK, gets.in_flight() > 0);
     let s = gets.stats();
     stats::CACHE_HITS.store(s.hits, Ordering::Relaxed);
     stats::CACHE_MISSES.store(s.misses, Ordering::Relaxed);
@@ -827,7 +857,7 @@ pub fn finalize<M: BtlModule>(btl: &Btl<M>) {
     *lock(&CONTROL) = None;
     // Notices still queued are moot: every peer closes its mappings at its finalize.
     *lock(&EXPORTS) = None;
-    EXPORTS_LIVE.store(false, Ordering::Relaxed);
-    RELEASE_WORK.store(false, Ordering::Release);
+    set_work(EXPORTS_LIVE, false);
+    set_work(RELEASE_WORK, false);
     end_pml_support();
 }

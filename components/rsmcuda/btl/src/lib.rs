@@ -106,6 +106,11 @@ impl BtlComponent for Rsmcuda {
         module::progress()
     }
 
+    #[inline]
+    fn idle() -> bool {
+        module::idle()
+    }
+
     /// One CUDA IPC copy beats staging through host memory (a device-to-host copy, then
     /// host-to-device) even at 8 B: 0.99-1.10x smcuda's latency against 1.11-1.36x
     /// under CUDA MPS on an H200 (docs/bench/gpu-h200-2026-11-28.txt).

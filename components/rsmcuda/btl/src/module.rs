@@ -46,6 +46,10 @@ pub struct Module {
 
 /// The module component progress works on (progress functions take no argument).
 static ACTIVE: AtomicPtr<Btl<Module>> = AtomicPtr::new(std::ptr::null_mut());
+/// The active module's only node while it has exactly one (the job's segment in a job
+/// never connected to another), so that an idle progress pass asks it without the
+/// module's table; NULL otherwise.
+static ONLY: AtomicPtr<Node> = AtomicPtr::new(std::ptr::null_mut());
 
 impl Module {
     pub fn new() -> Module {
@@ -90,6 +94,22 @@ impl Module {
         handled
     }
 
+    /// A refused sendi: the descriptor ob1 asked for, if one can be had.
+    #[inline(never)]
+    fn sendi_refused(
+        btl: &Btl<Module>,
+        endpoint: &Endpoint,
+        size: usize,
+        order: u8,
+        flags: u32,
+        want_descriptor: bool,
+    ) -> std::result::Result<(), SendiRefused> {
+        let descriptor = want_descriptor
+            .then(|| <Self as BtlModule>::alloc(btl, Some(endpoint), order, size, flags))
+            .flatten();
+        Err(SendiRefused { descriptor })
+    }
+
     /// Adds a segment as a node; false (said why) if it cannot be used.
     fn add_node(btl: &Btl<Module>, seg: rsmcuda_shm::Segment) -> Option<usize> {
         let p = crate::params::get();
@@ -114,8 +134,15 @@ impl Module {
             Ok(node) => {
                 let index = btl.nodes.push(node)?;
                 if index == 0 {
+                    let only = btl
+                        .nodes
+                        .only()
+                        .map_or(std::ptr::null_mut(), |n| n as *const Node as *mut Node);
+                    ONLY.store(only, Ordering::Release);
                     ACTIVE.store(btl as *const Btl<Module> as *mut _, Ordering::Release);
                     single_copy::announce(btl);
+                } else {
+                    ONLY.store(std::ptr::null_mut(), Ordering::Release);
                 }
                 Some(index)
             }
@@ -218,7 +245,20 @@ impl Module {
     }
 }
 
+/// Most passes find nothing: true for those, with a few loads (no call, nothing that
+/// can panic), without the module's table or the whole walk (whose frame and iterator
+/// set-up cost ~120 instructions a pass against vader's ~48 in all). False when unsure.
+#[inline]
+pub fn idle() -> bool {
+    let only = ONLY.load(Ordering::Acquire);
+    // SAFETY: ONLY points at a node of the module in ACTIVE (a Box in its append-only
+    // table, which never moves it); it is cleared with ACTIVE in finalize, before the
+    // cell and its nodes are freed, and ob1 stops progress before finalize.
+    !only.is_null() && cuda::quiet() && unsafe { &*only }.idle()
+}
+
 /// Component progress: every segment of the active module, if there is one yet.
+#[inline(never)]
 pub fn progress() -> usize {
     let btl = ACTIVE.load(Ordering::Acquire);
     if btl.is_null() {
@@ -227,8 +267,6 @@ pub fn progress() -> usize {
     // SAFETY: ACTIVE holds a module cell from btl_init, set in add_procs and cleared
     // in finalize before the cell is freed; ob1 stops progress before finalize.
     let btl = unsafe { &*btl };
-    // Most passes find nothing: answer those without the whole walk (whose frame and
-    // iterator set-up cost ~120 instructions a pass against vader's ~48 in all).
     if btl.nodes.only().is_some_and(Node::idle) && cuda::idle() {
         cuda::idle_pass();
         return 0;
@@ -306,6 +344,9 @@ impl BtlModule for Module {
             }
         }
         let me = btl as *const Btl<Self> as *mut Btl<Self>;
+        if ACTIVE.load(Ordering::Acquire) == me {
+            ONLY.store(std::ptr::null_mut(), Ordering::Release);
+        }
         let _ = ACTIVE.compare_exchange(
             me,
             std::ptr::null_mut(),
@@ -394,6 +435,9 @@ impl BtlModule for Module {
         node.send(descriptor, endpoint.rank, tag)
     }
 
+    // Inlined into the entry point: a call with nine arguments cost ~35 instructions of
+    // moves and a second frame per message.
+    #[inline(always)]
     fn sendi(
         btl: &Btl<Self>,
         endpoint: &Endpoint,
@@ -417,18 +461,14 @@ impl BtlModule for Module {
         {
             return Ok(());
         }
-        let descriptor = want_descriptor
-            .then(|| {
-                Self::alloc(
-                    btl,
-                    Some(endpoint),
-                    order,
-                    header.len() + payload_size,
-                    flags,
-                )
-            })
-            .flatten();
-        Err(SendiRefused { descriptor })
+        Self::sendi_refused(
+            btl,
+            endpoint,
+            header.len() + payload_size,
+            order,
+            flags,
+            want_descriptor,
+        )
     }
 
     /// A CMA write for host memory on both sides; anything else is refused, and ob1 then

@@ -44,11 +44,25 @@ struct Pending {
     waiting: AtomicBool,
 }
 
+/// The sending side's state for one peer.
+struct PeerOut {
+    /// Fragments sent through the FIFO and not returned yet. A fast box is used only
+    /// while it is 0, so that a message never overtakes an earlier one to the same peer
+    /// (per-peer order as with the FIFO alone).
+    fifo_out: AtomicUsize,
+    /// The fast box to the peer (None for this rank or without fast boxes); a thread that
+    /// finds it busy takes the FIFO path.
+    fbox: Option<SharedFboxWriter>,
+}
+
 /// What only one thread at a time reads: this rank's FIFO and the fast boxes into it.
 struct Reader {
     fifo: FifoReader,
     boxes: Vec<FboxReader>,
 }
+
+/// In `Node::peers_waiting`: the leader still waits for peers to attach.
+const ATTACH_PENDING: usize = 1 << (usize::BITS - 1);
 
 /// A fast box reader's position hint meaning "this box is not polled any more".
 const DEAD_BOX: u64 = u64::MAX;
@@ -65,17 +79,16 @@ pub struct Node {
     fifo_probe: FifoProbe,
     /// Per fast box in `Reader::boxes` (same order): its probe and the reader position.
     box_hints: Vec<(FboxProbe, AtomicU64)>,
-    /// Fast boxes to every peer (None for this rank or without fast boxes); a thread that
-    /// finds one busy takes the FIFO path.
-    fbox_out: Vec<Option<SharedFboxWriter>>,
+    /// Per peer: what the send paths ask on every message, in one place (one bounds
+    /// check per send).
+    out: Vec<PeerOut>,
     /// The largest message (ob1 header included) a fast box takes; 0 without.
     fbox_max: usize,
     writers: Vec<FifoWriter>,
-    /// Per peer: fragments sent through the FIFO and not returned yet. A fast box is used
-    /// only while it is 0, so that a message never overtakes an earlier one to the same
-    /// peer (per-peer order as with the FIFO alone).
-    fifo_out: Vec<AtomicUsize>,
     pending: Vec<Pending>,
+    /// Peers with values waiting for a full FIFO, plus [`ATTACH_PENDING`] while the
+    /// leader still waits for peers to attach: 0 means neither (one load for idle
+    /// progress).
     peers_waiting: AtomicUsize,
     /// Per rank: the address of the endpoint ob1 holds for it (0 while none), which
     /// 5.0's receive descriptor names the sender by.
@@ -84,12 +97,12 @@ pub struct Node {
     poll_batch: usize,
     /// While the leader still waits for peers to attach: when it started waiting.
     attach_wait: Option<(Instant, std::time::Duration)>,
-    everyone_attached: AtomicBool,
 }
 
 /// Writes ob1's `header` and `payload_size` bytes of the message into `buf` (room for
 /// both); returns the bytes written. Contiguous host data is copied straight from the
 /// user's buffer; anything else goes through the convertor.
+#[inline(always)]
 fn fill_inline(
     buf: &mut [u8],
     header: &[u8],
@@ -140,12 +153,15 @@ impl Node {
             .iter()
             .map(|b| (b.probe(), AtomicU64::new(b.position())))
             .collect();
-        let fbox_out: Vec<Option<SharedFboxWriter>> = (0..seg.nranks())
-            .map(|r| seg.fbox_writer(r).map(SharedFboxWriter::new))
+        let out: Vec<PeerOut> = (0..seg.nranks())
+            .map(|r| PeerOut {
+                fifo_out: AtomicUsize::new(0),
+                fbox: seg.fbox_writer(r).map(SharedFboxWriter::new),
+            })
             .collect();
-        let fbox_max = fbox_out
+        let fbox_max = out
             .iter()
-            .flatten()
+            .filter_map(|o| o.fbox.as_ref())
             .map(SharedFboxWriter::max_message)
             .min()
             .unwrap_or(0);
@@ -158,17 +174,19 @@ impl Node {
                 boxes,
             }),
             box_hints,
-            fbox_out,
+            out,
             fbox_max,
             writers,
-            fifo_out: (0..seg.nranks()).map(|_| AtomicUsize::new(0)).collect(),
             pending,
-            peers_waiting: AtomicUsize::new(0),
+            peers_waiting: AtomicUsize::new(if attach_wait.is_some() {
+                ATTACH_PENDING
+            } else {
+                0
+            }),
             endpoints: (0..seg.nranks()).map(|_| AtomicUsize::new(0)).collect(),
             table,
             poll_batch,
             attach_wait,
-            everyone_attached: AtomicBool::new(false),
             seg,
             index,
         })
@@ -243,7 +261,9 @@ impl Node {
         // Stored before the push: the ACK may be handled by another thread at once.
         extra.silent.store(silent, Ordering::Release);
         extra.peer.store(peer, Ordering::Relaxed);
-        self.fifo_out[peer as usize].fetch_add(1, Ordering::AcqRel);
+        self.out[peer as usize]
+            .fifo_out
+            .fetch_add(1, Ordering::AcqRel);
         stats::bump(&stats::SENDS);
         let pushed = self.push_or_queue(peer, value, || {
             // Queued: report completion through the callback, like smcuda, so ob1
@@ -257,8 +277,10 @@ impl Node {
         })
     }
 
-    /// The immediate-send fast path: header and payload copied into an eager
-    /// fragment and sent; false (nothing sent) if it does not fit or none is free.
+    /// The immediate-send fast path: header and payload copied inline into the fast box
+    /// to the peer, else into an eager fragment sent through the FIFO; false (nothing
+    /// sent) if it does not fit or none is free.
+    #[inline(always)]
     pub fn sendi(
         &self,
         peer: u32,
@@ -269,29 +291,44 @@ impl Node {
     ) -> bool {
         let total = header.len() + payload_size;
         if total <= self.fbox_max
-            && self.fifo_out[peer as usize].load(Ordering::Acquire) == 0
-            && let Some(Some(out)) = self.fbox_out.get(peer as usize)
+            && let Some(out) = self.out.get(peer as usize)
+            && let Some(fbox) = &out.fbox
+            && out.fifo_out.load(Ordering::Acquire) == 0
         {
+            let concurrent = mca::threads::concurrent();
             // Counted before the ring stores: a locked increment after them would wait
             // for them to drain (taken back below if nothing was sent).
-            stats::bump(&stats::SENDIS);
-            let writer = if mca::threads::concurrent() {
-                out.try_writer()
+            stats::add_as(&stats::SENDIS, 1, concurrent);
+            let writer = if concurrent {
+                fbox.try_writer()
             } else {
                 // SAFETY: below MPI_THREAD_MULTIPLE, sends (from MPI calls only) never
                 // overlap between threads; Open MPI's own BTLs skip their locks then too.
-                unsafe { out.try_writer_serialized() }
+                unsafe { fbox.try_writer_serialized() }
             };
-            let sent = writer.map(|mut w| {
-                w.try_send(tag, total, |buf| {
+            if let Some(mut w) = writer
+                && w.try_send(tag, total, |buf| {
                     fill_inline(buf, header, convertor, payload_size)
                 })
-            });
-            if sent == Some(true) {
+            {
                 return true;
             }
-            stats::add_signed(&stats::SENDIS, -1);
+            stats::add_as(&stats::SENDIS, 1u64.wrapping_neg(), concurrent);
         }
+        self.sendi_fifo(peer, header, convertor, payload_size, tag)
+    }
+
+    /// [`Self::sendi`] through an eager fragment and the FIFO.
+    #[inline(never)]
+    fn sendi_fifo(
+        &self,
+        peer: u32,
+        header: &[u8],
+        convertor: &mut Convertor,
+        payload_size: usize,
+        tag: u8,
+    ) -> bool {
+        let total = header.len() + payload_size;
         let sent = self.send_eager(peer, tag, total, |buf| {
             fill_inline(buf, header, convertor, payload_size)
         });
@@ -341,7 +378,9 @@ impl Node {
                 Err(_) => return false,
             }
         };
-        self.fifo_out[peer as usize].fetch_add(1, Ordering::AcqRel);
+        self.out[peer as usize]
+            .fifo_out
+            .fetch_add(1, Ordering::AcqRel);
         self.push_or_queue(peer, value, || {});
         true
     }
@@ -384,7 +423,7 @@ impl Node {
     /// Some value waits for a full FIFO.
     #[inline]
     fn any_waiting(&self) -> bool {
-        self.peers_waiting.load(Ordering::Acquire) > 0
+        self.peers_waiting.load(Ordering::Acquire) & !ATTACH_PENDING > 0
     }
 
     #[cold]
@@ -428,18 +467,23 @@ impl Node {
     /// first: attach settled, no value queued for a full FIFO, nothing arrived.
     #[inline]
     pub fn idle(&self) -> bool {
-        self.attach_settled() && !self.any_waiting() && !self.anything_arrived()
+        self.peers_waiting.load(Ordering::Acquire) == 0 && !self.anything_arrived()
     }
 
     /// Whether the FIFO or a fast box may hold something: plain loads, no lock.
     #[inline]
     fn anything_arrived(&self) -> bool {
+        let box_ready = |(probe, pos): &(FboxProbe, AtomicU64)| {
+            let pos = pos.load(Ordering::Relaxed);
+            pos != DEAD_BOX && probe.ready(pos)
+        };
         self.fifo_probe
             .ready(self.fifo_hint.load(Ordering::Relaxed))
-            || self.box_hints.iter().any(|(probe, pos)| {
-                let pos = pos.load(Ordering::Relaxed);
-                pos != DEAD_BOX && probe.ready(pos)
-            })
+            // Two ranks (one box) without the loop.
+            || match self.box_hints.as_slice() {
+                [one] => box_ready(one),
+                boxes => boxes.iter().any(box_ready),
+            }
     }
 
     /// Remembers the endpoint ob1 holds for `rank` in this segment.
@@ -559,8 +603,9 @@ impl Node {
         let des = self.table.get(loc.kind, loc.index).ok_or("no descriptor")?;
         let extra = self.table.extra(des);
         if let Some(out) = self
-            .fifo_out
+            .out
             .get(extra.peer.load(Ordering::Relaxed) as usize)
+            .map(|o| &o.fifo_out)
         {
             // Release: a sender that sees the count drop (Acquire) may use the fast box,
             // the receiver having delivered this fragment before returning it.
@@ -610,7 +655,13 @@ impl Node {
     /// (or the leader gave up waiting).
     #[inline]
     fn attach_settled(&self) -> bool {
-        self.attach_wait.is_none() || self.everyone_attached.load(Ordering::Relaxed)
+        self.peers_waiting.load(Ordering::Relaxed) & ATTACH_PENDING == 0
+    }
+
+    /// The leader stops waiting for peers to attach.
+    fn attach_done(&self) {
+        self.peers_waiting
+            .fetch_and(!ATTACH_PENDING, Ordering::AcqRel);
     }
 
     #[cold]
@@ -619,7 +670,7 @@ impl Node {
             return;
         };
         if self.seg.all_attached() {
-            self.everyone_attached.store(true, Ordering::Relaxed);
+            self.attach_done();
             // The creator's descriptor, through which peers found the segment, closes.
             let _ = self.seg.settle();
             return;
@@ -627,7 +678,7 @@ impl Node {
         if since.elapsed() < timeout {
             return;
         }
-        self.everyone_attached.store(true, Ordering::Relaxed);
+        self.attach_done();
         crate::help::abandon(&self.seg);
     }
 }

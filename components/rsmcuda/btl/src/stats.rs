@@ -27,16 +27,17 @@ pub fn bump(counter: &AtomicU64) {
     add(counter, 1);
 }
 
-/// Takes back a count made ahead of time.
-pub fn add_signed(counter: &AtomicU64, n: i64) {
-    add(counter, n as u64);
-}
-
 /// Counts `n` (wrapping). Below MPI_THREAD_MULTIPLE counting threads never overlap, and a
 /// plain load and store is exact; a locked add on the message path would wait for the
 /// ring stores before it (see `mca::threads`).
 pub fn add(counter: &AtomicU64, n: u64) {
-    if mca::threads::concurrent() {
+    add_as(counter, n, mca::threads::concurrent());
+}
+
+/// [`add`] for a caller that already asked `mca::threads::concurrent()`.
+#[inline]
+pub fn add_as(counter: &AtomicU64, n: u64, concurrent: bool) {
+    if concurrent {
         counter.fetch_add(n, Relaxed);
     } else {
         counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);

@@ -79,8 +79,11 @@ const KNOWN_BITS: u64 = (1 << 42) - 1;
 /// (the receiver's misses per message; see the rsmcuda README's breakdown).
 pub const FBOX_TAIL: usize = 4;
 
+#[inline(always)]
 fn record_bytes(len: usize) -> u64 {
-    8 + (len as u64 + FBOX_TAIL as u64).next_multiple_of(8)
+    // 8 + (len + FBOX_TAIL) rounded up to a multiple of 8, without the branch that
+    // `next_multiple_of` compiles to.
+    8 + ((len as u64 + FBOX_TAIL as u64 + 7) & !7)
 }
 
 /// A fast box header that no writer produces (corruption or another version).
@@ -106,13 +109,24 @@ impl std::error::Error for FboxCorrupt {}
 
 /// The writing end of the fast box from this rank to one receiver.
 pub struct FboxWriter {
-    seg: Arc<SegShared>,
-    ctrl_off: u64,
-    ring_off: u64,
+    /// Keeps the mapping (and so `ctrl` and `ring`) alive.
+    _seg: Arc<SegShared>,
+    /// The box's control line; bounds and alignment checked once, in `new`.
+    ctrl: NonNull<FboxCtrl>,
+    /// The ring's first byte; the whole ring's bounds and alignment checked once, in
+    /// `new`, so that a send indexes it with a mask and no further check.
+    ring: NonNull<u8>,
     size: u64,
+    /// [`Self::max_message`], computed once.
+    max_message: usize,
     pos: u64,
     read_cache: u64,
 }
+
+// SAFETY: `ctrl` and `ring` point into a shared mapping that `_seg` keeps alive; the ring
+// bytes are written only through `&mut self` (one writer), the control line read through
+// atomics. Moving the writer to another thread changes none of that.
+unsafe impl Send for FboxWriter {}
 
 impl fmt::Debug for FboxWriter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -130,36 +144,55 @@ impl FboxWriter {
             return None;
         }
         let ctrl_off = seg.layout.fbox_off(sender, receiver);
+        let ring_off = ctrl_off + size_of::<FboxCtrl>() as u64;
+        let ctrl_ref = seg.map.get::<FboxCtrl>(ctrl_off);
         // Start where the reader is (0 in a new segment).
-        let pos = seg.map.get::<FboxCtrl>(ctrl_off).read.load(Acquire);
+        let pos = ctrl_ref.read.load(Acquire);
+        let ctrl = NonNull::from(ctrl_ref);
+        let words = (size / size_of::<FboxWord>() as u64) as usize;
+        let ring = NonNull::from(seg.map.slice::<FboxWord>(ring_off, words)).cast::<u8>();
         Some(Self {
-            ring_off: ctrl_off + size_of::<FboxCtrl>() as u64,
-            ctrl_off,
+            ctrl,
+            ring,
             size,
+            max_message: (size / 4 - 8) as usize,
             pos,
             read_cache: pos,
-            seg,
+            _seg: seg,
         })
     }
 
     /// The largest message (bytes) this box ever takes.
+    #[inline]
     pub fn max_message(&self) -> usize {
-        (self.size / 4 - 8) as usize
+        self.max_message
     }
 
+    /// The reader's published position.
+    #[inline]
+    fn read(&self) -> u64 {
+        // SAFETY: checked in `new`, alive as long as `_seg`; shared memory read atomically.
+        unsafe { self.ctrl.as_ref() }.read.load(Acquire)
+    }
+
+    /// The ring word at position `pos` (8-aligned).
     #[inline]
     fn word(&self, pos: u64) -> &FboxWord {
-        self.seg
-            .map
-            .get::<FboxWord>(self.ring_off + (pos & (self.size - 1)))
+        let off = (pos & (self.size - 1)) as usize;
+        debug_assert_eq!(off % size_of::<FboxWord>(), 0);
+        // SAFETY: `off` < ring size (mask), and positions are multiples of 8 (records
+        // are padded to 8), so the word is inside the ring checked in `new` and aligned;
+        // the mapping lives as long as `_seg`; the word is accessed atomically.
+        unsafe { &*self.ring.as_ptr().add(off).cast::<FboxWord>() }
     }
 
     /// Writes one message of at most `len` bytes with active-message `tag`: `fill` gets
     /// the `len` bytes (in shared memory) and returns how many it wrote. False (nothing
     /// written, `fill` not called) when `len` exceeds [`Self::max_message`] or the
     /// receiver has not consumed enough yet.
+    #[inline(always)]
     pub fn try_send(&mut self, tag: u8, len: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
-        if len > self.max_message() {
+        if len > self.max_message {
             return false;
         }
         let rec = record_bytes(len);
@@ -171,27 +204,27 @@ impl FboxWriter {
         };
         let need = waste + rec + 8;
         if self.pos + need > self.read_cache + self.size {
-            self.read_cache = self
-                .seg
-                .map
-                .get::<FboxCtrl>(self.ctrl_off)
-                .read
-                .load(Acquire);
+            self.read_cache = self.read();
             if self.pos + need > self.read_cache + self.size {
                 return false;
             }
         }
         let start = self.pos + waste;
-        let data_off = self.ring_off + (start & (self.size - 1)) + 8;
-        let ptr = self.seg.map.bytes_ptr(data_off, len);
-        // SAFETY: `ptr..ptr+len` is inside the mapping (bounds checked by `bytes_ptr`) and
-        // inside this ring (the record does not straddle its end). Those bytes are free:
-        // the room check above shows the reader is done with them (Acquire on `read`), and
-        // the reader does not look at them before the header below is published. This
-        // writer is the only one (the caller serialises writers of a box).
-        let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+        let data_off = (start & (self.size - 1)) as usize + 8;
+        // SAFETY: `data_off..data_off+len` is inside this ring (checked in `new`): the
+        // record (8 + len + tail bytes, len ≤ size/4 − 8) starts at `start`, which is the
+        // current offset when it fits before the ring's end, else offset 0 (`waste`).
+        // Those bytes are free: the room check above shows the reader is done with them
+        // (Acquire on `read`), and the reader does not look at them before the header
+        // below is published. This writer is the only one (the caller serialises writers
+        // of a box).
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.ring.as_ptr().add(data_off), len) };
         let written = fill(buf).min(len);
-        let rec = record_bytes(written);
+        let rec = if written == len {
+            rec
+        } else {
+            record_bytes(written)
+        };
         self.word(start + rec).0.store(0, Relaxed);
         let header = written as u64 | (u64::from(tag) << 32) | VALID;
         self.word(start).0.store(header, Release);
@@ -382,9 +415,10 @@ impl FboxReader {
 pub struct FboxProbe {
     /// Keeps the mapping (and so `ring`) alive.
     _seg: Arc<SegShared>,
-    ring: NonNull<FboxWord>,
-    /// Words in the ring, minus one (a power of two).
-    word_mask: u64,
+    ring: NonNull<u8>,
+    /// Masks a position to the byte offset of its word: ring bytes − 1 (a power of two
+    /// minus one) with the low bits of a word's offset cleared.
+    offset_mask: u64,
 }
 
 // SAFETY: `ring` points into a shared mapping that `_seg` keeps alive; it is only read
@@ -396,7 +430,10 @@ unsafe impl Sync for FboxProbe {}
 impl fmt::Debug for FboxProbe {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FboxProbe")
-            .field("words", &(self.word_mask + 1))
+            .field(
+                "words",
+                &((self.offset_mask + 1) / size_of::<FboxWord>() as u64 + 1),
+            )
             .finish()
     }
 }
@@ -406,10 +443,11 @@ impl FboxProbe {
         let words = size / size_of::<FboxWord>() as u64;
         // Bounds and alignment of the whole ring checked once, here.
         let ring = NonNull::from(seg.map.slice::<FboxWord>(ring_off, words as usize)).cast();
+        debug_assert!(size.is_power_of_two() && size >= size_of::<FboxWord>() as u64);
         Self {
             _seg: seg,
             ring,
-            word_mask: words - 1,
+            offset_mask: (size - 1) & !(size_of::<FboxWord>() as u64 - 1),
         }
     }
 
@@ -417,10 +455,11 @@ impl FboxProbe {
     /// [`FboxReader::position`]); a stale `pos` only gives a spurious true.
     #[inline]
     pub fn ready(&self, pos: u64) -> bool {
-        let index = (pos / size_of::<FboxWord>() as u64) & self.word_mask;
-        // SAFETY: `index` ≤ word_mask, inside the ring checked in `new`; the mapping lives
-        // as long as `_seg`; shared memory is only read through atomics.
-        let word = unsafe { self.ring.add(index as usize).as_ref() };
+        let off = pos & self.offset_mask;
+        // SAFETY: `off` < ring bytes and word-aligned (the mask), so the word is inside the ring
+        // checked (bounds and alignment) in `new`; the mapping lives as long as `_seg`;
+        // shared memory is only read through atomics.
+        let word = unsafe { &*self.ring.as_ptr().add(off as usize).cast::<FboxWord>() };
         word.0.load(Relaxed) != 0
     }
 }

@@ -38,6 +38,12 @@ pub trait BtlComponent: Exported {
     fn init(enable_progress_threads: bool, enable_mpi_threads: bool) -> Result<Vec<Self::Module>>;
     /// Component-wide progress; returns the number of events handled.
     fn progress() -> usize;
+    /// True when a progress pass would certainly find nothing to do (a few loads), asked
+    /// before [`Self::progress`] on every pass; false when unsure.
+    #[inline]
+    fn idle() -> bool {
+        false
+    }
     /// Largest fragment (`eager_limit`, `max_send_size`) the component can carry.
     const MAX_FRAGMENT: usize = usize::MAX;
     /// A rule between the effective `eager_limit` and `max_send_size` (each already
@@ -223,6 +229,18 @@ unsafe extern "C" fn btl_init<C: BtlComponent>(
 }
 
 unsafe extern "C" fn btl_progress<C: BtlComponent>() -> c_int {
+    // Two guarded steps: the quick "nothing to do" of most passes makes no call that can
+    // unwind, so its guard needs no landing pad and the pass no stack frame; only a busy
+    // pass goes on to the second, in a function of its own so that its frame (for the
+    // landing pad) is set up there.
+    if crate::guard::guard("btl_progress", false, C::idle) {
+        return 0;
+    }
+    busy_progress::<C>()
+}
+
+#[inline(never)]
+fn busy_progress<C: BtlComponent>() -> c_int {
     crate::guard::guard("btl_progress", 0, || C::progress() as c_int)
 }
 
