@@ -121,7 +121,7 @@ impl Convertor {
     /// `opal_convertor_get_current_pointer` (static inline in `opal_convertor.h`, the same
     /// in 4.1 and 5.0) read here from the convertor's fields, not through their extern
     /// wrappers: this runs on every small send.
-    #[inline]
+    #[inline(always)]
     pub fn contiguous(&self, len: usize) -> Option<&[u8]> {
         if len == 0 || self.0.is_null() {
             return None;

@@ -307,10 +307,10 @@ impl Node {
                 unsafe { fbox.try_writer_serialized() }
             };
             if let Some(mut w) = writer
-                && w.try_send(tag, total, |buf| {
-                    fill_inline(buf, header, convertor, payload_size)
-                })
+                && let Some((record, buf)) = w.reserve(total)
             {
+                let written = fill_inline(buf, header, convertor, payload_size);
+                w.publish(record, tag, written);
                 return true;
             }
             stats::add_as(&stats::SENDIS, 1u64.wrapping_neg(), concurrent);

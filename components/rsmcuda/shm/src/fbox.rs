@@ -192,8 +192,22 @@ impl FboxWriter {
     /// receiver has not consumed enough yet.
     #[inline(always)]
     pub fn try_send(&mut self, tag: u8, len: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
-        if len > self.max_message {
+        let Some((record, buf)) = self.reserve(len) else {
             return false;
+        };
+        let written = fill(buf);
+        self.publish(record, tag, written);
+        true
+    }
+
+    /// [`Self::try_send`] in two steps, for a caller that fills the bytes itself (no
+    /// closure for the compiler to keep out of line): room for a message of at most
+    /// `len` bytes, or None (as `try_send`'s false). Nothing is visible to the reader
+    /// until [`Self::publish`]; a reservation never published leaves the box as it was.
+    #[inline(always)]
+    pub fn reserve(&mut self, len: usize) -> Option<(FboxRecord, &mut [u8])> {
+        if len > self.max_message {
+            return None;
         }
         let rec = record_bytes(len);
         let off = self.pos & (self.size - 1);
@@ -206,7 +220,7 @@ impl FboxWriter {
         if self.pos + need > self.read_cache + self.size {
             self.read_cache = self.read();
             if self.pos + need > self.read_cache + self.size {
-                return false;
+                return None;
             }
         }
         let start = self.pos + waste;
@@ -215,25 +229,55 @@ impl FboxWriter {
         // record (8 + len + tail bytes, len ≤ size/4 − 8) starts at `start`, which is the
         // current offset when it fits before the ring's end, else offset 0 (`waste`).
         // Those bytes are free: the room check above shows the reader is done with them
-        // (Acquire on `read`), and the reader does not look at them before the header
-        // below is published. This writer is the only one (the caller serialises writers
-        // of a box).
+        // (Acquire on `read`), and the reader does not look at them before `publish`
+        // stores the header. This writer is the only one (the caller serialises writers
+        // of a box), and the slice borrows it mutably.
         let buf = unsafe { std::slice::from_raw_parts_mut(self.ring.as_ptr().add(data_off), len) };
-        let written = fill(buf).min(len);
-        let rec = if written == len {
-            rec
+        let record = FboxRecord {
+            at: self.pos,
+            waste,
+            len,
+            rec,
+        };
+        Some((record, buf))
+    }
+
+    /// Publishes the message of `record` (from the last [`Self::reserve`]): its first
+    /// `written` bytes (at most the reserved length) with active-message `tag`. A record
+    /// from an earlier reservation than the box's current position is ignored.
+    #[inline(always)]
+    pub fn publish(&mut self, record: FboxRecord, tag: u8, written: usize) {
+        if record.at != self.pos {
+            return;
+        }
+        let start = self.pos + record.waste;
+        let written = written.min(record.len);
+        let rec = if written == record.len {
+            record.rec
         } else {
             record_bytes(written)
         };
         self.word(start + rec).0.store(0, Relaxed);
         let header = written as u64 | (u64::from(tag) << 32) | VALID;
         self.word(start).0.store(header, Release);
-        if waste > 0 {
+        if record.waste > 0 {
             self.word(self.pos).0.store(VALID | SKIP, Release);
         }
         self.pos = start + rec;
-        true
     }
+}
+
+/// A message reserved in a fast box and not yet published (see [`FboxWriter::reserve`]).
+#[derive(Debug)]
+pub struct FboxRecord {
+    /// The writer's position when reserved.
+    at: u64,
+    /// Bytes skipped to the ring's start before the record.
+    waste: u64,
+    /// Bytes reserved.
+    len: usize,
+    /// The record's bytes for `len`.
+    rec: u64,
 }
 
 /// An [`FboxWriter`] that threads share: one writes at a time, the others are told the box

@@ -34,7 +34,9 @@ mod trylock;
 mod value;
 
 pub use error::{FragError, ShmError};
-pub use fbox::{FBOX_TAIL, FboxCorrupt, FboxProbe, FboxReader, FboxWriter, SharedFboxWriter};
+pub use fbox::{
+    FBOX_TAIL, FboxCorrupt, FboxProbe, FboxReader, FboxRecord, FboxWriter, SharedFboxWriter,
+};
 pub use fifo::{
     FifoKind, FifoProbe, FifoReader, FifoValue, FifoWriter, Full, Received, STATUS_BIT, TAG_MASK,
     TYPE_MASK,
