@@ -276,7 +276,7 @@ clean:
 # Ours built and tested inside a Debian 13 (trixie) root made by debootstrap, with
 # Debian's own Open MPI 5.0.7 packages and cargo from trixie-backports, as the README's
 # Debian 13 section installs them (tests/debian13/check; the root's tarball cached in
-# ~/.cache/rmca by configure-support/debian13-root). Needs root.
+# ~/.cache/rmca by configure-support/debian-root). Needs root.
 check-debian13:
 	tests/debian13/check
 

@@ -31,6 +31,24 @@ pub fn on_ompi5(config: McaConfig) -> McaConfig {
         .named(&name)
 }
 
+/// The release of the installation at [`prefix`] as its `ompi_info` names it ("5.0.7",
+/// "6.0.0rc2"; the 5.0 tests also run on 6.0, whose interfaces are 5.0's); empty if it
+/// cannot say.
+pub fn release() -> String {
+    std::process::Command::new(prefix().join("bin/ompi_info"))
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("Open MPI v"))
+                .map(str::to_owned)
+        })
+        .unwrap_or_default()
+}
+
 /// Whether the installation and our components for it exist (see [`available_at`]).
 pub fn available() -> bool {
     available_at(&prefix(), &component_dir())

@@ -305,7 +305,14 @@ fn persistent_buffered_sends_restart_with_fresh_data_ompi5() {
             .run()
             .assert_passed();
     }
-    for parts in ["--parts=B", "--parts=D"] {
+    // 6.0.0rc2's cm sends B's fresh data (its restart was repaired) and its OFI MTL
+    // crashes (SIGSEGV) in C and D: D is asserted there.
+    let parts: &[&str] = if ompi5::release().starts_with("5.") {
+        &["--parts=B", "--parts=D"]
+    } else {
+        &["--parts=D"]
+    };
+    for parts in parts {
         let config = stock_ofi_tcp();
         let out = Job::new(&config, 2, config.program("persistent_bsend"))
             .args(&[parts])
@@ -314,7 +321,8 @@ fn persistent_buffered_sends_restart_with_fresh_data_ompi5() {
             .run();
         assert!(
             !out.succeeded(),
-            "the known defect of 5.0.7's cm no longer shows ({parts}): {}",
+            "the known defect of {}'s cm no longer shows ({parts}): {}",
+            ompi5::release(),
             out.report()
         );
     }

@@ -111,6 +111,11 @@ fn main() {
         // component is loaded into they are already there; naming the library lets the
         // test executables link.
         println!("cargo:rustc-link-lib=dylib=mpi");
+        // 6.0 moved the internals (communicators, requests, datatypes) out of libmpi
+        // into libopen_mpi, which its mpicc links beside it.
+        if install.version.0 >= 6 {
+            println!("cargo:rustc-link-lib=dylib=open_mpi");
+        }
         println!("cargo:rustc-link-lib=dylib=open-pal");
         println!("cargo:rustc-link-lib=dylib=hwloc");
     }

@@ -16,6 +16,7 @@
 //! - [`threads`]: whether MPI may be entered by several threads at once (hot paths skip
 //!   their locked read-modify-writes when not).
 
+pub mod bsend;
 pub mod btl;
 pub mod component;
 pub mod convertor;

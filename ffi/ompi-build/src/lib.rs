@@ -38,6 +38,9 @@ pub struct OmpiInstall {
     pub devel_include_dir: PathBuf,
     /// `(major, minor, release)` read from `opal/version.h`.
     pub version: (u32, u32, u32),
+    /// `OPAL_GREEK_VERSION` of `opal/version.h`: "" for a release, "rc2" for a release
+    /// candidate.
+    pub greek: String,
     /// Headers from an Open MPI build tree (`OMPI_BUILD_TREE_INCLUDES`), not an
     /// installation: `mpicc`, `ompi_info` and `mpirun` do not exist yet and the
     /// libraries are not to be linked.
@@ -124,10 +127,24 @@ fn read_version(version_h: &Path) -> Result<(u32, u32, u32), LocateError> {
     ))
 }
 
-/// The Open MPI series these components are written for: 4.1.x (BTL 3.1.0, MTL 2.0.0)
-/// and 5.0.x (BTL 3.3.0, MTL 2.0.0 with accelerator support, PMIx, the accelerator
-/// framework). Anything else gets an error naming what was found.
-pub const SUPPORTED_SERIES: &[(u32, u32)] = &[(4, 1), (5, 0)];
+/// Reads `OPAL_GREEK_VERSION` (a quoted string) out of `opal/version.h`.
+fn read_greek(version_h: &Path) -> String {
+    let text = std::fs::read_to_string(version_h).unwrap_or_default();
+    text.lines()
+        .find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("#define") && words.next() == Some("OPAL_GREEK_VERSION"))
+                .then(|| words.next().map(|w| w.trim_matches('"').to_owned()))
+                .flatten()
+        })
+        .unwrap_or_default()
+}
+
+/// The Open MPI series these components are written for: 4.1.x (BTL 3.1.0, MTL 2.0.0),
+/// 5.0.x (BTL 3.3.0, MTL 2.0.0 with accelerator support, PMIx, the accelerator
+/// framework) and 6.0.x (the interfaces of 5.0; the internals in `libopen_mpi`).
+/// Anything else gets an error naming what was found.
+pub const SUPPORTED_SERIES: &[(u32, u32)] = &[(4, 1), (5, 0), (6, 0)];
 
 fn require_supported_version(version: (u32, u32, u32), origin: &Path) -> Result<(), LocateError> {
     if SUPPORTED_SERIES.contains(&(version.0, version.1)) {
@@ -137,13 +154,14 @@ fn require_supported_version(version: (u32, u32, u32), origin: &Path) -> Result<
         .iter()
         .map(|(major, minor)| format!("{major}.{minor}.x"))
         .collect();
+    let (last, first) = supported.split_last().expect("a supported series");
     Err(LocateError(format!(
-        "Open MPI {}.{}.{} at {} is not supported: these components are built for Open MPI {}",
+        "Open MPI {}.{}.{} at {} is not supported: these components are built for Open MPI {} and {last}",
         version.0,
         version.1,
         version.2,
         origin.display(),
-        supported.join(" and ")
+        first.join(", ")
     )))
 }
 
@@ -173,6 +191,7 @@ fn locate_build_tree(list: &std::ffi::OsStr) -> Result<OmpiInstall, LocateError>
     let version = read_version(&version_h)?;
     require_supported_version(version, &version_h)?;
     Ok(OmpiInstall {
+        greek: read_greek(&version_h),
         mpicc: PathBuf::from("mpicc"),
         ompi_info: PathBuf::from("ompi_info"),
         mpirun: PathBuf::from("mpirun"),
@@ -232,6 +251,7 @@ pub fn locate() -> Result<OmpiInstall, LocateError> {
     let version = read_version(&devel_include_dir.join("opal/version.h"))?;
     require_supported_version(version, &mpicc)?;
     Ok(OmpiInstall {
+        greek: read_greek(&devel_include_dir.join("opal/version.h")),
         ompi_info: tool_beside(&mpicc, "ompi_info"),
         mpirun: tool_beside(&mpicc, "mpirun"),
         mpicc,
@@ -244,9 +264,13 @@ pub fn locate() -> Result<OmpiInstall, LocateError> {
 }
 
 impl OmpiInstall {
-    /// The version as the runtime's `opal_version_string` spells it ("4.1.4").
+    /// The version as the runtime's `opal_version_string` spells it ("4.1.4",
+    /// "6.0.0rc2").
     pub fn version_string(&self) -> String {
-        format!("{}.{}.{}", self.version.0, self.version.1, self.version.2)
+        format!(
+            "{}.{}.{}{}",
+            self.version.0, self.version.1, self.version.2, self.greek
+        )
     }
 
     /// The directory `ompi_info` loads components from (`ompi_info --path pkglibdir`).
@@ -340,12 +364,23 @@ mod tests {
             locate_build_tree(&list(&[&src, &obj])).unwrap().version,
             (5, 0, 4)
         );
-        for (name, series) in [("v3", (3, 1)), ("v6", (6, 0)), ("v4-0", (4, 0))] {
+        let (src, obj) = fake_tree("v6", (6, 0), true);
+        assert_eq!(
+            locate_build_tree(&list(&[&src, &obj])).unwrap().version,
+            (6, 0, 4)
+        );
+        // Past 6.0, and before 4.1: refused with the versions supported.
+        for (name, series) in [
+            ("v3", (3, 1)),
+            ("v6-1", (6, 1)),
+            ("v7", (7, 0)),
+            ("v4-0", (4, 0)),
+        ] {
             let (src, obj) = fake_tree(name, series, true);
             let err = locate_build_tree(&list(&[&src, &obj])).unwrap_err();
             let found = format!("Open MPI {}.{}.4", series.0, series.1);
             assert!(err.0.contains(&found), "{err}");
-            assert!(err.0.contains("4.1.x and 5.0.x"), "{err}");
+            assert!(err.0.contains("4.1.x, 5.0.x and 6.0.x"), "{err}");
         }
     }
 

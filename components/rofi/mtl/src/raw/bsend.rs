@@ -27,6 +27,8 @@ pub struct UserData {
     pub bytes: usize,
     /// cm's packed copy (what the convertor the MTL got points at), `bytes` long.
     packed: *mut u8,
+    /// The communicator, whose attached buffer (6.0) or the process's holds the copies.
+    comm: *mut sys::ompi_communicator_t,
 }
 
 /// The user's data if `request` (an `mca_mtl_request_t` address) is cm's persistent
@@ -79,6 +81,7 @@ pub fn persistent_bsend(
             count: h.req_count / size,
             bytes: h.req_count,
             packed: h.req_buff.cast(),
+            comm,
         })
     }
 }
@@ -101,6 +104,7 @@ impl UserData {
             let packer = Packer {
                 conv,
                 bytes: self.bytes,
+                comm: self.comm,
             };
             let rc = sys::opal_convertor_prepare_for_send(
                 conv,
@@ -124,6 +128,7 @@ impl UserData {
 pub struct Packer {
     conv: *mut sys::opal_convertor_t,
     bytes: usize,
+    comm: *mut sys::ompi_communicator_t,
 }
 
 impl Packer {
@@ -151,8 +156,9 @@ impl Packer {
     /// in flight holds one slot of the buffer, as the user sized it. `None` if packing
     /// failed.
     pub fn copy(self) -> Option<Box<BsendCopy>> {
-        // SAFETY: allocates `bytes` bytes of the attached buffer (NULL if none).
-        let ptr = unsafe { sys::mca_pml_base_bsend_request_alloc_buf(self.bytes) }.cast::<u8>();
+        // SAFETY: the request's communicator, alive while its persistent request is;
+        // the bytes go back through `BsendCopy`'s drop on the same communicator.
+        let ptr = unsafe { mca::bsend::alloc(self.comm, self.bytes) }.cast::<u8>();
         let mut copy = Box::new(if ptr.is_null() {
             let mut heap = vec![0u8; self.bytes];
             BsendCopy {
@@ -160,6 +166,7 @@ impl Packer {
                 ptr: heap.as_mut_ptr(),
                 len: self.bytes,
                 heap: Some(heap),
+                comm: self.comm,
             }
         } else {
             BsendCopy {
@@ -167,6 +174,7 @@ impl Packer {
                 ptr,
                 len: self.bytes,
                 heap: None,
+                comm: self.comm,
             }
         });
         copy.ctx.target = Target::Detached(&raw const *copy as usize);
@@ -192,6 +200,8 @@ pub struct BsendCopy {
     len: usize,
     /// The storage when the attached buffer had no room (`ptr` points into it).
     heap: Option<Vec<u8>>,
+    /// Whose attached buffer `ptr` is in (when not `heap`).
+    comm: *mut sys::ompi_communicator_t,
 }
 
 impl BsendCopy {
@@ -239,8 +249,9 @@ pub fn finish(addr: usize) {
 impl Drop for BsendCopy {
     fn drop(&mut self) {
         if self.heap.is_none() {
-            // SAFETY: `ptr` came from alloc_buf and is freed once, here.
-            unsafe { sys::mca_pml_base_bsend_request_free(self.ptr.cast()) };
+            // SAFETY: `ptr` came from `mca::bsend::alloc` on `comm` and is freed once,
+            // here.
+            unsafe { mca::bsend::free(self.comm, self.ptr.cast()) };
         }
     }
 }
