@@ -10,12 +10,11 @@ const ON_DEVICE: u32 = sys::CONVERTOR_CUDA | sys::CONVERTOR_CUDA_UNIFIED;
 #[cfg(ompi5)]
 const ON_DEVICE: u32 = sys::CONVERTOR_ACCELERATOR | sys::CONVERTOR_ACCELERATOR_UNIFIED;
 
-/// `#define CONVERTOR_HOMOGENEOUS 0x00080000` (opal_convertor.h, 4.1 and 5.0).
-const HOMOGENEOUS: u32 = 0x0008_0000;
-/// `#define OPAL_DATATYPE_FLAG_CONTIGUOUS 0x0010` (opal_datatype.h).
-const FLAG_CONTIGUOUS: u32 = 0x0010;
-/// `#define OPAL_DATATYPE_FLAG_NO_GAPS 0x0020` (opal_datatype.h).
-const FLAG_NO_GAPS: u32 = 0x0020;
+/// The flags `opal_convertor_need_buffers` tests, from the headers like `ON_DEVICE`
+/// (`CONVERTOR_HOMOGENEOUS` is 0x00080000 in 4.1 and 5.0).
+const HOMOGENEOUS: u32 = sys::CONVERTOR_HOMOGENEOUS;
+const FLAG_CONTIGUOUS: u32 = sys::OPAL_DATATYPE_FLAG_CONTIGUOUS;
+const FLAG_NO_GAPS: u32 = sys::OPAL_DATATYPE_FLAG_NO_GAPS;
 
 /// `opal_convertor_need_buffers(c) == 0` and not device memory, from the convertor's
 /// flags and count. 4.1's function (CUDA build) and 5.0's are:
