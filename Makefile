@@ -30,8 +30,9 @@
 #   make -s libfabric2-prefix   its install prefix (built first if needed), nothing else
 #   make check-libfabric2   rofi and rusnic on it under Open MPI 4.1.4 and 5.0 (tests/libfabric2.rs)
 #   make bench-libfabric2   rofi on it beside 1.17, the stock ofi MTL and vader
-#   make check-ompi5   ours built against it (build/ompi5/mca) and the static build,
-#                      then tests/ompi5*.rs
+#   make check-ompi5   ours built against it (build/ompi5/mca), then tests/ompi5*.rs
+#                      but the static build's
+#   make check-static-ompi5   static-ompi5 if needed, then tests/ompi5_static.rs on it
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -49,7 +50,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle check-debian13 validate-debian13
+.PHONY: all components cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 check-static-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle check-debian13 validate-debian13
 
 all: components
 
@@ -117,7 +118,7 @@ check: setup lint test
 # issue that touches a series: about 1 h 30 min here with warm caches, and the first
 # time another hour for the static 4.1.4 build.
 check-all:
-	RMCA_MATRIX=full $(MAKE) --no-print-directory check check-ompi5 check-cuda check-libfabric2 check-static check-debian13
+	RMCA_MATRIX=full $(MAKE) --no-print-directory check check-ompi5 check-static-ompi5 check-cuda check-libfabric2 check-static check-debian13
 
 bench-tool:
 	$(CARGO) build --release -p rmca-bench
@@ -161,19 +162,25 @@ static-ompi5:
 
 # tests/ompi5.rs (conformance, ompi_info, cross-series refusal), tests/ompi5_realism.rs
 # (loss, two hosts, kill -9, accelerator), tests/ompi5_mpi4py.rs (mpi4py built against
-# 5.0 in its own venv), tests/ompi5_static.rs (the static build) and tests/ompi5_sessions.rs
-# (MPI_Comm_create_from_group: ob1's extended CIDs); then tests/dynamic.rs' 5.0 module
-# (spawn, spawn_multiple, grandchildren, a child's abort) and the 5.0 half of
-# tests/rofi_spawn_choice.rs (a spawned job chooses rofi's provider as its parent did).
-check-ompi5: components components-ompi5 static-ompi5
-	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
-	RMCA_OMPI5_STATIC_PREFIX=$$(configure-support/static-ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
+# 5.0 in its own venv) and tests/ompi5_sessions.rs (MPI_Comm_create_from_group: ob1's
+# extended CIDs); then tests/dynamic.rs' 5.0 module (spawn, spawn_multiple,
+# grandchildren, a child's abort) and the 5.0 half of tests/rofi_spawn_choice.rs (a
+# spawned job chooses rofi's provider as its parent did).
+check-ompi5: components components-ompi5
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
 	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test ompi5 --test ompi5_realism \
-	        --test ompi5_mpi4py --test ompi5_static --test ompi5_sessions -- --test-threads=2
+	        --test ompi5_mpi4py --test ompi5_sessions -- --test-threads=2
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
 	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test dynamic -- ompi5:: --test-threads=2
 	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
 	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test rofi_spawn_choice -- _ompi5 --test-threads=1
+
+# tests/ompi5_static.rs: ours compiled into 5.0.7 (the static build above, ~6 min on 2
+# cores the first time), in `make check-all` beside 4.1.4's `make check-static`.
+check-static-ompi5: components-ompi5 static-ompi5
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
+	RMCA_OMPI5_STATIC_PREFIX=$$(configure-support/static-ompi5 --print-prefix) RMCA_REQUIRE_OMPI5=1 \
+	    tools/residue/no-residue $(CARGO) test --profile $(TEST_PROFILE) --test ompi5_static -- --test-threads=2
 
 # libfabric 2.x from Debian 13's source, built once into a cache outside the checkout
 # (configure-support/libfabric2); ours built against it (target/libfabric2) and the
