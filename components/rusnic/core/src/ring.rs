@@ -1,9 +1,10 @@
-//! Fixed-capacity ring indexed by sequence number.
+//! Power-of-two ring indexed by sequence number, resized only as a whole.
 //!
 //! The reference indexed `rcvd_segs[]` with a separately maintained `rfstart` that once
 //! held garbage (Cisco bug CSCui88781). Here the slot of a sequence number is always
 //! `seq & mask` over a boxed slice whose length is `mask + 1`, fixed at construction, so
-//! an out-of-range index cannot be formed: there is no start offset to corrupt.
+//! an out-of-range index cannot be formed: there is no start offset to corrupt. A resize
+//! builds a new slice and moves the live entries over, so the invariant holds across it.
 
 /// A power-of-two ring of `T`, addressed by `u64` sequence numbers.
 #[derive(Debug)]
@@ -25,8 +26,24 @@ impl<T: Default> Ring<T> {
     }
 }
 
+impl<T: Default> Ring<T> {
+    /// Gives the ring room for at least `min_capacity` consecutive sequence numbers (more
+    /// or fewer slots than now), keeping the entries of `live`, the only sequence numbers
+    /// whose slots may be occupied. Caller guarantees `live` fits the new capacity.
+    pub fn resize(&mut self, min_capacity: usize, live: std::ops::Range<u64>) {
+        let mut next = Ring::new(min_capacity);
+        debug_assert!(
+            live.end - live.start <= next.mask + 1,
+            "live entries must fit"
+        );
+        for seq in live {
+            *next.get_mut(seq) = std::mem::take(self.get_mut(seq));
+        }
+        *self = next;
+    }
+}
+
 impl<T> Ring<T> {
-    #[cfg(test)]
     /// Number of slots; consecutive sequence numbers up to this many never collide.
     pub fn capacity(&self) -> usize {
         self.slots.len()
@@ -59,6 +76,24 @@ mod tests {
             *r.get_mut(s) += 1;
         }
         assert_eq!(*r.get(u64::MAX), 2); // u64::MAX and 127 share a slot
+    }
+
+    #[test]
+    fn resizing_keeps_the_live_entries_at_their_sequence_numbers() {
+        let mut r: Ring<u64> = Ring::new(4);
+        let base = u64::from(u16::MAX) - 1; // straddles a 16-bit wrap and the old mask
+        for s in base..base + 4 {
+            *r.get_mut(s) = s;
+        }
+        r.resize(16, base..base + 4);
+        assert_eq!(r.capacity(), 16);
+        for s in base..base + 16 {
+            let expected = if s < base + 4 { s } else { 0 };
+            assert_eq!(*r.get(s), expected);
+        }
+        r.resize(2, base + 2..base + 4);
+        assert_eq!(r.capacity(), 2);
+        assert_eq!((*r.get(base + 2), *r.get(base + 3)), (base + 2, base + 3));
     }
 
     #[test]

@@ -51,6 +51,12 @@ use crate::window::recv::RecvWindow;
 use crate::window::send::{ResendCause, SendWindow};
 use crate::wire::{CHUNK_EXT_LEN, Channel, HEADER_LEN, PUT_EXT_LEN};
 
+/// How long a send ring that a burst grew stays grown once nothing is in flight (ns):
+/// long beside the gaps inside a bandwidth run (so it does not shrink and regrow between
+/// messages), short beside a job's idle phases (so a peer talked to once gives the
+/// memory back).
+pub(crate) const RING_IDLE_NS: u64 = 1_000_000_000;
+
 /// Identity and initial state of a connection, as exchanged in the modex.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionParams {
@@ -126,6 +132,9 @@ pub struct Connection {
     tail: TailProbe,
     /// When an outstanding segment is deemed lost by RACK unless it arrives first.
     rack_deadline: Option<Instant>,
+    /// When the send ring, grown by a burst and empty since, goes back to its starting
+    /// size unless traffic filled it again meanwhile.
+    ring_idle_deadline: Option<Instant>,
     /// A window probe (ACK with ACK_REQ) is due.
     probe_due: bool,
     /// What queued the latest resend (`last_resend_cause`).
@@ -178,9 +187,10 @@ impl Connection {
             persist: Persist::default(),
             tail: TailProbe::default(),
             rack_deadline: None,
+            ring_idle_deadline: None,
             probe_due: false,
             last_resend_cause: None,
-            rcv: RecvWindow::new(cfg.window, rcv_start),
+            rcv: RecvWindow::new(cfg.window, cfg.rx_buffers, rcv_start),
             reasm: Reassembly::new(cfg.max_reassemblies),
             in_glue: 0,
             ack_due: AckDue::None,
@@ -378,6 +388,10 @@ impl Connection {
         if self.rack_deadline.is_some_and(|d| d <= now) {
             self.rack_detect(now);
         }
+        if self.ring_idle_deadline.is_some_and(|d| d <= now) {
+            self.ring_idle_deadline = None;
+            self.snd.shrink_if_empty();
+        }
         if self.rto_deadline.is_some_and(|d| d <= now) {
             let (expired, next) = self.snd.expire(now, self.rtt.rto());
             if expired > 0 {
@@ -437,6 +451,7 @@ impl Connection {
             self.persist.deadline(),
             self.tail.deadline(),
             self.rack_deadline,
+            self.ring_idle_deadline,
         ]
         .into_iter()
         .fold(ack, min_deadline)
@@ -451,6 +466,7 @@ impl Connection {
             .extend(ids.into_iter().map(|id| Event::SendFailed { id }));
         self.rto_deadline = None;
         self.rack_deadline = None;
+        self.ring_idle_deadline = None;
         self.persist.disarm();
     }
 
@@ -500,6 +516,12 @@ impl Connection {
     /// Fragments accepted by `send`/`put` and not yet fully segmented.
     pub fn queued_fragments(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Slots of the send and receive rings (memory per peer: the send ring grows with
+    /// what is in flight and shrinks after `RING_IDLE_NS` without any).
+    pub fn ring_slots(&self) -> (usize, usize) {
+        (self.snd.ring_capacity(), self.rcv.ring_capacity())
     }
 
     /// Unacknowledged segments (≤ `window`).

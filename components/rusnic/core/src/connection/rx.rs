@@ -1,7 +1,7 @@
 //! Receive path: validation, ACK processing (sender side), data acceptance and in-order
 //! delivery (receiver side).
 
-use super::{AckDue, Connection};
+use super::{AckDue, Connection, RING_IDLE_NS};
 use crate::event::{Event, PutTarget};
 use crate::reassembly::Placed;
 use crate::seq::expand;
@@ -167,6 +167,9 @@ impl Connection {
             self.consecutive_timeouts = 0;
             if self.snd.in_flight() == 0 {
                 self.rto_deadline = None;
+                if self.snd.ring_grown() {
+                    self.ring_idle_deadline = Some(now.plus(RING_IDLE_NS));
+                }
             }
             let pto = self.pto();
             self.tail.on_progress(now, self.snd.in_flight() > 0, pto);

@@ -89,6 +89,14 @@ pub(crate) struct Acked {
     pub completed: Vec<u64>,
 }
 
+/// Slots of a send ring before it has needed more, and what an idle one returns to.
+pub(crate) const SEND_RING_START: usize = 16;
+
+/// The ring starts at [`SEND_RING_START`] slots and doubles whenever the segments in
+/// flight fill it, up to the window; the connection shrinks it back once the window
+/// has stayed empty a while ([`SendWindow::shrink_if_empty`]). A peer that never
+/// carried traffic costs 16 entries (about 2 KiB) instead of the window's 4096 (the
+/// receiver's grant, 256 at the defaults, bounds what is in flight in practice).
 #[derive(Debug)]
 pub(crate) struct SendWindow {
     ring: Ring<Option<SentSeg>>,
@@ -117,7 +125,7 @@ pub(crate) struct SendWindow {
 impl SendWindow {
     pub fn new(window: u16, start: u64) -> Self {
         SendWindow {
-            ring: Ring::new(usize::from(window)),
+            ring: Ring::new(SEND_RING_START.min(usize::from(window))),
             window: u64::from(window),
             una: start,
             nxt: start,
@@ -135,6 +143,29 @@ impl SendWindow {
         self.nxt - self.una
     }
 
+    /// Slots the ring holds now (introspection: memory per peer).
+    pub fn ring_capacity(&self) -> usize {
+        self.ring.capacity()
+    }
+
+    /// Whether the ring holds more than it starts with.
+    pub fn ring_grown(&self) -> bool {
+        self.ring.capacity() > SEND_RING_START.min(self.window as usize)
+    }
+
+    /// Returns the ring to its starting size when nothing is in flight (an idle peer
+    /// gives back what a burst made it take); returns whether it shrank.
+    pub fn shrink_if_empty(&mut self) -> bool {
+        if self.in_flight() > 0 || !self.ring_grown() {
+            return false;
+        }
+        self.ring.resize(
+            SEND_RING_START.min(self.window as usize),
+            self.una..self.nxt,
+        );
+        true
+    }
+
     pub fn is_open(&self) -> bool {
         self.in_flight() < self.window
     }
@@ -142,6 +173,10 @@ impl SendWindow {
     /// Records a new segment and returns its sequence number. Caller checks `is_open`.
     pub fn push(&mut self, seg: SentSeg) -> u64 {
         debug_assert!(self.is_open());
+        if self.in_flight() == self.ring.capacity() as u64 {
+            self.ring
+                .resize(self.ring.capacity() * 2, self.una..self.nxt);
+        }
         let seq = self.nxt;
         *self.ring.get_mut(seq) = Some(seg);
         self.nxt += 1;
