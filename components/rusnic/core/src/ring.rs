@@ -24,9 +24,7 @@ impl<T: Default> Ring<T> {
             slots,
         }
     }
-}
 
-impl<T: Default> Ring<T> {
     /// Gives the ring room for at least `min_capacity` consecutive sequence numbers (more
     /// or fewer slots than now), keeping the entries of `live`, the only sequence numbers
     /// whose slots may be occupied. Caller guarantees `live` fits the new capacity.

@@ -92,6 +92,11 @@ pub(crate) struct Acked {
 /// Slots of a send ring before it has needed more, and what an idle one returns to.
 pub(crate) const SEND_RING_START: usize = 16;
 
+/// The starting slots for `window` (at most `u16::MAX`): never more than it needs.
+fn start_slots(window: u64) -> usize {
+    SEND_RING_START.min(window as usize)
+}
+
 /// The ring starts at [`SEND_RING_START`] slots and doubles whenever the segments in
 /// flight fill it, up to the window; the connection shrinks it back once the window
 /// has stayed empty a while ([`SendWindow::shrink_if_empty`]). A peer that never
@@ -125,7 +130,7 @@ pub(crate) struct SendWindow {
 impl SendWindow {
     pub fn new(window: u16, start: u64) -> Self {
         SendWindow {
-            ring: Ring::new(SEND_RING_START.min(usize::from(window))),
+            ring: Ring::new(start_slots(u64::from(window))),
             window: u64::from(window),
             una: start,
             nxt: start,
@@ -150,20 +155,16 @@ impl SendWindow {
 
     /// Whether the ring holds more than it starts with.
     pub fn ring_grown(&self) -> bool {
-        self.ring.capacity() > SEND_RING_START.min(self.window as usize)
+        self.ring.capacity() > start_slots(self.window)
     }
 
     /// Returns the ring to its starting size when nothing is in flight (an idle peer
-    /// gives back what a burst made it take); returns whether it shrank.
-    pub fn shrink_if_empty(&mut self) -> bool {
-        if self.in_flight() > 0 || !self.ring_grown() {
-            return false;
+    /// gives back what a burst made it take).
+    pub fn shrink_if_empty(&mut self) {
+        if self.in_flight() == 0 && self.ring_grown() {
+            self.ring
+                .resize(start_slots(self.window), self.una..self.nxt);
         }
-        self.ring.resize(
-            SEND_RING_START.min(self.window as usize),
-            self.una..self.nxt,
-        );
-        true
     }
 
     pub fn is_open(&self) -> bool {
