@@ -8,6 +8,8 @@
 #   make check-all     the whole matrix: every series and build, every rank count
 #   make demo          set up and build if needed, then each of ours beside its stock
 #                      counterpart: 2-rank latency and bandwidth, one short table (< 1 min)
+#   make count-instructions   rsmcuda's instructions per small send and idle progress
+#                      pass under callgrind beside vader and sm; fails if above them
 #   make bench         the full benchmark: every configuration, interleaved rounds,
 #                      medians, ratios, CSV/JSON/PNG under build/bench/ (minutes),
 #                      NetPIPE per pair, ratios flagged against docs/bench/summary.csv
@@ -50,7 +52,7 @@ COMPONENTS := btl-rfixture:btl:rfixture mtl-rfixture:mtl:rfixture btl-rusnic:btl
 
 HELP_FILES := $(wildcard configure-support/help/help-*.txt)
 
-.PHONY: all components cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 check-static-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle check-debian13 validate-debian13
+.PHONY: all components count-instructions cuda-standin cuda-standin-dir install deb check check-all test lint setup demo bench bench-tool clean static-ompi check-static check-fresh-demo ompi5 ompi5-prefix components-ompi5 static-ompi5 check-ompi5 check-static-ompi5 libfabric2 libfabric2-prefix components-libfabric2 components-libfabric2-ompi5 check-libfabric2 bench-libfabric2 ompi-cuda ompi-cuda-prefix components-ompi-cuda check-cuda gpu-bundle check-debian13 validate-debian13
 
 all: components
 
@@ -137,6 +139,14 @@ check-fresh-demo:
 
 bench: components bench-tool
 	$(PROFILE_DIR)/rmca-bench $(BENCH_ARGS)
+
+# rsmcuda's instructions per 8-byte MPI_Isend and per idle MPI_Test on the sending rank
+# (callgrind: the same count on any load), beside vader (4.1) and sm (5.0); fails if
+# rsmcuda counts more than the stock BTL (tests/bench/count-instructions --check).
+# COUNT_ARGS="--series 4.1 --n 20000".
+count-instructions: components components-ompi5
+	RMCA_OMPI5_PREFIX=$$(configure-support/ompi5 --print-prefix) \
+	    tests/bench/count-instructions --check --n 5000 $(COUNT_ARGS)
 
 # Open MPI 5.0.x from Debian 13's source, built once into a cache outside the checkout
 # (~/.cache/rmca/ompi-<version>-<options hash>; ~9 min on 2 cores the first time).

@@ -80,6 +80,39 @@ fn ob1_moves_every_size_class_through_the_fixture_from_progress() {
         .assert_passed();
 }
 
+/// A panic in a hot entry point (btl_send goes through `guard_hot`, as sendi and
+/// progress do) stops at the C boundary: reported with its message and location, the
+/// call fails with an error code, and Open MPI ends the job through its own error path
+/// instead of an unwind into C (which aborts the process with "panic in a function that
+/// cannot unwind") or a crash.
+#[test]
+fn a_panic_in_a_hot_entry_point_stops_at_the_boundary() {
+    fixture_built();
+    let out = Job::new(
+        &fixture_config("inline").with("btl_rfixture_panic_at_send", "3"),
+        1,
+        program("self_exchange"),
+    )
+    .timeout(Duration::from_secs(60))
+    .run();
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(!out.succeeded() && !out.timed_out, "{}", out.report());
+    assert!(
+        all.contains("[rmca] internal error in btl_send: rfixture: the panic asked for at send 3 at components/fixtures/btl/src/lib.rs:"),
+        "{}",
+        out.report()
+    );
+    for crash in [
+        "cannot unwind",
+        "Segmentation fault",
+        "signal 11",
+        "SIGABRT",
+        "signal 6",
+    ] {
+        assert!(!all.contains(crash), "{crash}: {}", out.report());
+    }
+}
+
 #[test]
 fn an_invalid_parameter_is_reported_and_the_component_stays_out() {
     fixture_built();

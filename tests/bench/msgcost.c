@@ -10,6 +10,11 @@
  *   msgcost idle N      rank 0: N times MPI_Test of a receive nothing matches yet: an
  *                       idle progress pass (every BTL polled, nothing arrived) and
  *                       ob1's test around it; rank 1 waits in a blocking receive
+ *   msgcost recv N      rank 0: N messages of 8 bytes received, counted in the
+ *                       MPI_Waitall of 64 receives posted before rank 1 sent them
+ *                       and waited for after they arrived (rank 0 sleeps 20 ms
+ *                       meanwhile, outside MPI): the progress passes that find the
+ *                       messages and deliver them into the posted receives
  *
  * Every message's 8 bytes are checked by rank 1. Prints "msgcost MODE N done" on
  * rank 0; exits non-zero on a wrong byte or argument.
@@ -18,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <valgrind/callgrind.h>
 
 #define WINDOW 64
@@ -85,6 +91,38 @@ static int idle_cost(int rank, long n)
     return 0;
 }
 
+static int recv_cost(int rank, long n)
+{
+    int bad = 0;
+    for (long first = 0; first < n; first += WINDOW) {
+        long count = n - first < WINDOW ? n - first : WINDOW;
+        if (rank == 0) {
+            long values[WINDOW];
+            MPI_Request reqs[WINDOW];
+            for (long k = 0; k < count; k++)
+                MPI_Irecv(&values[k], 8, MPI_BYTE, 1, 7, MPI_COMM_WORLD, &reqs[k]);
+            MPI_Send(NULL, 0, MPI_BYTE, 1, 11, MPI_COMM_WORLD);
+            /* Rank 1 sends the batch meanwhile; nothing here makes progress. */
+            usleep(20000);
+            CALLGRIND_TOGGLE_COLLECT;
+            MPI_Waitall((int) count, reqs, MPI_STATUSES_IGNORE);
+            CALLGRIND_TOGGLE_COLLECT;
+            for (long k = 0; k < count; k++)
+                if (values[k] != first + k) {
+                    fprintf(stderr, "msgcost: message %ld carried %ld\n", first + k, values[k]);
+                    bad = 1;
+                }
+        } else {
+            MPI_Recv(NULL, 0, MPI_BYTE, 0, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (long k = 0; k < count; k++) {
+                long value = first + k;
+                MPI_Send(&value, 8, MPI_BYTE, 0, 7, MPI_COMM_WORLD);
+            }
+        }
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -94,9 +132,10 @@ int main(int argc, char **argv)
     long n = argc == 3 ? atol(argv[2]) : 0;
     int isend = argc == 3 && strcmp(argv[1], "isend") == 0;
     int idle = argc == 3 && strcmp(argv[1], "idle") == 0;
-    if (size != 2 || n <= 0 || !(isend || idle)) {
+    int recv = argc == 3 && strcmp(argv[1], "recv") == 0;
+    if (size != 2 || n <= 0 || !(isend || idle || recv)) {
         if (rank == 0)
-            fprintf(stderr, "usage: msgcost isend|idle N (2 ranks)\n");
+            fprintf(stderr, "usage: msgcost isend|idle|recv N (2 ranks)\n");
         MPI_Finalize();
         return 2;
     }
@@ -105,7 +144,7 @@ int main(int argc, char **argv)
         if (isend_cost(rank, 2 * WINDOW))
             MPI_Abort(MPI_COMM_WORLD, 1);
     CALLGRIND_ZERO_STATS;
-    int bad = isend ? isend_cost(rank, n) : idle_cost(rank, n);
+    int bad = isend ? isend_cost(rank, n) : idle ? idle_cost(rank, n) : recv_cost(rank, n);
     int any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0 && !any)

@@ -127,9 +127,9 @@ impl Convertor {
         }
         // SAFETY: valid convertor (constructor contract); reads plain fields.
         let c = unsafe { &*self.0 };
-        if c.local_size
-            .checked_sub(c.bConverted)
-            .is_none_or(|left| len > left)
+        // A valid convertor has bConverted <= local_size, both sizes of real memory: the
+        // sum cannot wrap.
+        if c.bConverted.wrapping_add(len) > c.local_size
             || !host_contiguous(c.flags, c.count as u64)
             || c.pDesc.is_null()
         {

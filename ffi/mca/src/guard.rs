@@ -50,18 +50,34 @@ fn install_hook() {
 #[inline]
 pub fn guard<R>(entry: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
     install_hook();
+    guard_hot(entry, on_panic, body)
+}
+
+/// [`guard`] for the entry points every message passes (a BTL's sendi and send, a
+/// progress pass): without the check that the hook is installed, which the component's
+/// registration (the first call Open MPI makes into it, through [`guard`]) did. A panic
+/// before that would still be stopped here, reported with its message but without
+/// its location.
+#[inline]
+pub fn guard_hot<R>(entry: &str, on_panic: R, body: impl FnOnce() -> R) -> R {
     match panic::catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
-        Err(_) => {
-            let what = LAST_PANIC
-                .with(|p| p.borrow_mut().take())
-                .unwrap_or_else(|| "panic without details".to_owned());
-            crate::output::emit_always(&format!(
-                "[rmca] internal error in {entry}: {what}; the call fails with an error code"
-            ));
-            on_panic
-        }
+        Err(payload) => report(entry, &*payload, on_panic),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn report<R>(entry: &str, payload: &(dyn std::any::Any + Send), on_panic: R) -> R {
+    let what = LAST_PANIC
+        .with(|p| p.borrow_mut().take())
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic without details".to_owned());
+    crate::output::emit_always(&format!(
+        "[rmca] internal error in {entry}: {what}; the call fails with an error code"
+    ));
+    on_panic
 }
 
 /// A guarded entry point returning an OPAL/OMPI code: panics become `OPAL_ERROR`.
@@ -82,6 +98,15 @@ mod tests {
         let value = guard("test_entry", -1, || -> i32 { panic!("boom {}", 7) });
         assert_eq!(value, -1);
         assert_eq!(guard("test_entry", -1, || 5), 5);
+    }
+
+    #[test]
+    fn the_hot_guard_stops_a_panic_too() {
+        assert_eq!(
+            guard_hot("hot_entry", -1, || -> i32 { panic!("hot {}", 1) }),
+            -1
+        );
+        assert_eq!(guard_hot("hot_entry", -1, || 3), 3);
     }
 
     #[test]

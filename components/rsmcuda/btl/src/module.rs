@@ -2,6 +2,7 @@
 //! job's own and one per connected process of another job; see `nodes`).
 
 use std::collections::HashMap;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -22,10 +23,29 @@ use crate::{cuda, help, pair, setup, single_copy};
 pub struct Endpoint {
     /// Index of the segment in the module's `Nodes`.
     pub node: usize,
+    /// That segment's node, so that a send reaches it without the module's table.
+    node_ptr: NonNull<Node>,
     pub rank: u32,
     /// The segment is the job's own: the CUDA IPC handshake runs only there.
     pub job: bool,
     pub proc_: Proc,
+}
+
+// SAFETY: `node_ptr` is a shared reference in all but lifetime (see `Endpoint::node`);
+// `Node` is shared between threads by the module already.
+unsafe impl Send for Endpoint {}
+// SAFETY: as for Send: only `&Node` is ever made from it.
+unsafe impl Sync for Endpoint {}
+
+impl Endpoint {
+    /// The segment this peer is in.
+    #[inline(always)]
+    pub fn node(&self) -> &Node {
+        // SAFETY: the node is a Box in the module's append-only table (`Nodes`), which
+        // never moves or drops it before the module itself is freed in finalize; ob1
+        // makes no call with an endpoint of a finalized module.
+        unsafe { self.node_ptr.as_ref() }
+    }
 }
 
 /// What add_procs decided so far, under the module's setup lock.
@@ -58,11 +78,6 @@ impl Module {
             job: OnceLock::new(),
             setup: Mutex::new(Setup::default()),
         }
-    }
-
-    /// The segment an endpoint's peer is in.
-    pub fn node(&self, endpoint: &Endpoint) -> Option<&Node> {
-        self.nodes.get(endpoint.node)
     }
 
     /// The job's own segment, if formed.
@@ -299,12 +314,14 @@ impl BtlModule for Module {
                     return None;
                 }
                 let (node, rank) = (*state.peers.get(&p.name_hash())?)?;
+                let node_ptr = NonNull::from(btl.nodes.get(node)?);
                 let job = Some(node) == job;
                 if job {
                     cuda::remember(rank, *p);
                 }
                 Some(Endpoint {
                     node,
+                    node_ptr,
                     rank,
                     job,
                     proc_: *p,
@@ -313,16 +330,16 @@ impl BtlModule for Module {
             .collect())
     }
 
-    fn endpoint_placed(btl: &Btl<Self>, endpoint: &Endpoint) {
-        if let Some(node) = btl.node(endpoint) {
-            node.set_endpoint(endpoint.rank, Btl::<Module>::endpoint_ptr(endpoint));
-        }
+    fn endpoint_placed(_btl: &Btl<Self>, endpoint: &Endpoint) {
+        endpoint
+            .node()
+            .set_endpoint(endpoint.rank, Btl::<Module>::endpoint_ptr(endpoint));
     }
 
-    fn endpoint_leaving(btl: &Btl<Self>, endpoint: &Endpoint) {
-        if let Some(node) = btl.node(endpoint) {
-            node.clear_endpoint(endpoint.rank, Btl::<Module>::endpoint_ptr(endpoint));
-        }
+    fn endpoint_leaving(_btl: &Btl<Self>, endpoint: &Endpoint) {
+        endpoint
+            .node()
+            .clear_endpoint(endpoint.rank, Btl::<Module>::endpoint_ptr(endpoint));
     }
 
     fn del_procs(_btl: &Btl<Self>, _procs: &[Proc], _endpoints: Vec<Endpoint>) -> Result<()> {
@@ -378,7 +395,7 @@ impl BtlModule for Module {
     ) -> Option<Descriptor> {
         // ob1 always names the endpoint; without one, the job's segment (or the first).
         let node = match endpoint {
-            Some(e) => btl.node(e)?,
+            Some(e) => e.node(),
             None => btl.job_node().or_else(|| btl.nodes.get(0))?,
         };
         if size > node.max_capacity() {
@@ -396,7 +413,7 @@ impl BtlModule for Module {
     }
 
     fn prepare_src(
-        btl: &Btl<Self>,
+        _btl: &Btl<Self>,
         endpoint: &Endpoint,
         convertor: &mut Convertor,
         order: u8,
@@ -404,7 +421,7 @@ impl BtlModule for Module {
         size: &mut usize,
         flags: u32,
     ) -> Option<Descriptor> {
-        let node = btl.node(endpoint)?;
+        let node = endpoint.node();
         let room = node.max_capacity().checked_sub(reserve)?;
         let want = (*size).min(room);
         let des = node.alloc(reserve + want, flags, order)?;
@@ -423,12 +440,12 @@ impl BtlModule for Module {
     }
 
     fn send(
-        btl: &Btl<Self>,
+        _btl: &Btl<Self>,
         endpoint: &Endpoint,
         descriptor: Descriptor,
         tag: u8,
     ) -> Result<SendStatus> {
-        let node = btl.node(endpoint).ok_or(Error::UNREACH)?;
+        let node = endpoint.node();
         if endpoint.job {
             cuda::before_send(endpoint.rank, false);
         }
@@ -449,9 +466,7 @@ impl BtlModule for Module {
         tag: u8,
         want_descriptor: bool,
     ) -> std::result::Result<(), SendiRefused> {
-        let Some(node) = btl.node(endpoint) else {
-            return Err(SendiRefused { descriptor: None });
-        };
+        let node = endpoint.node();
         let device = convertor.on_device();
         if endpoint.job {
             cuda::before_send(endpoint.rank, device);
@@ -474,7 +489,7 @@ impl BtlModule for Module {
     /// A CMA write for host memory on both sides; anything else is refused, and ob1 then
     /// copies that part in and out (pml_ob1_sendreq.c, put_frag_failed).
     fn put(btl: &Btl<Self>, endpoint: &Endpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
-        let node = btl.node(endpoint).ok_or(Error::UNREACH)?;
+        let node = endpoint.node();
         if cuda::put_touches_device(&op)? {
             return Err(Error::NOT_SUPPORTED);
         }
@@ -482,7 +497,7 @@ impl BtlModule for Module {
     }
 
     fn get(btl: &Btl<Self>, endpoint: &Endpoint, op: RdmaOp, done: RdmaCompletion) -> Result<()> {
-        let node = btl.node(endpoint).ok_or(Error::UNREACH)?;
+        let node = endpoint.node();
         match cuda::remote_device(&op)? {
             Some(region) if endpoint.job => cuda::get(endpoint.rank, &region, op, done),
             // No IPC handshake with a process of another job: ob1 falls back.

@@ -11,8 +11,8 @@ use mca::btl::{Btl, Descriptor, SendStatus};
 use mca::convertor::Convertor;
 use mca::{Error, Result};
 use rsmcuda_shm::{
-    FboxProbe, FboxReader, FifoKind, FifoProbe, FifoReader, FifoValue, FifoWriter, FragPool,
-    PoolKind, Segment, SharedFboxWriter, TryLock,
+    FboxProbe, FboxReader, FboxWriter, FifoKind, FifoProbe, FifoReader, FifoValue, FifoWriter,
+    FragPool, PoolKind, Segment, SharedFboxWriter, TryLock,
 };
 
 use crate::desc::{Table, kind_index};
@@ -73,17 +73,15 @@ pub struct Node {
     index: u32,
     send: Mutex<SendSide>,
     reader: TryLock<Reader>,
-    /// Where the reader stands (updated under the reader lock), so that progress can
-    /// see "nothing arrived" with a few loads and no lock or read-modify-write.
-    fifo_hint: AtomicU64,
+    /// Watches where the reader stands (updated under the reader lock), so that
+    /// progress can see "nothing arrived" with a few loads and no lock or
+    /// read-modify-write.
     fifo_probe: FifoProbe,
     /// Per fast box in `Reader::boxes` (same order): its probe and the reader position.
     box_hints: Vec<(FboxProbe, AtomicU64)>,
     /// Per peer: what the send paths ask on every message, in one place (one bounds
     /// check per send).
     out: Vec<PeerOut>,
-    /// The largest message (ob1 header included) a fast box takes; 0 without.
-    fbox_max: usize,
     writers: Vec<FifoWriter>,
     pending: Vec<Pending>,
     /// Peers with values waiting for a full FIFO, plus [`ATTACH_PENDING`] while the
@@ -99,6 +97,29 @@ pub struct Node {
     attach_wait: Option<(Instant, std::time::Duration)>,
 }
 
+/// One message into a fast box (header and payload inline; `total` their sum); false
+/// if there is no room.
+#[inline(always)]
+fn write_inline(
+    w: &mut FboxWriter,
+    header: &[u8],
+    convertor: &mut Convertor,
+    payload_size: usize,
+    total: usize,
+    tag: u8,
+) -> bool {
+    let Some(mut reservation) = w.reserve(total) else {
+        return false;
+    };
+    let written = fill_inline(reservation.bytes(), header, convertor, payload_size);
+    if written == total {
+        reservation.publish_all(tag);
+    } else {
+        reservation.publish(tag, written);
+    }
+    true
+}
+
 /// Writes ob1's `header` and `payload_size` bytes of the message into `buf` (room for
 /// both); returns the bytes written. Contiguous host data is copied straight from the
 /// user's buffer; anything else goes through the convertor.
@@ -110,17 +131,43 @@ fn fill_inline(
     payload_size: usize,
 ) -> usize {
     let (head, rest) = buf.split_at_mut(header.len());
-    head.copy_from_slice(header);
+    copy_short(head, header);
     let payload = &mut rest[..payload_size];
     let packed = if payload_size == 0 {
         0
     } else if let Some(bytes) = convertor.contiguous(payload_size) {
-        payload.copy_from_slice(bytes);
+        copy_short(payload, bytes);
         payload_size
     } else {
         convertor.pack(payload)
     };
     header.len() + packed
+}
+
+/// `dst.copy_from_slice(src)` for the sizes of a small send's pieces (ob1's 14- to
+/// 24-byte headers, short payloads) as two overlapping moves of 8 or 16 bytes inline:
+/// a `memcpy` call costs more than the copy at these sizes, and saving registers
+/// across it costs the caller too.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if dst.len() != n {
+        dst.copy_from_slice(src); // panics with the lengths, as a mismatch should
+        return;
+    }
+    if (8..=16).contains(&n) {
+        let first: [u8; 8] = src[..8].try_into().unwrap_or_default();
+        let last: [u8; 8] = src[n - 8..].try_into().unwrap_or_default();
+        dst[..8].copy_from_slice(&first);
+        dst[n - 8..].copy_from_slice(&last);
+    } else if (17..=32).contains(&n) {
+        let first: [u8; 16] = src[..16].try_into().unwrap_or_default();
+        let last: [u8; 16] = src[n - 16..].try_into().unwrap_or_default();
+        dst[..16].copy_from_slice(&first);
+        dst[n - 16..].copy_from_slice(&last);
+    } else {
+        dst.copy_from_slice(src);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -138,6 +185,8 @@ impl Node {
     ) -> std::result::Result<Node, rsmcuda_shm::ShmError> {
         let mut pool = seg.frag_pool()?;
         let reader = seg.fifo_reader()?;
+        let fifo_probe = seg.fifo_probe();
+        fifo_probe.watch(reader.head());
         let writers = (0..seg.nranks())
             .map(|r| seg.fifo_writer(r))
             .collect::<std::result::Result<Vec<_>, _>>()?;
@@ -159,23 +208,15 @@ impl Node {
                 fbox: seg.fbox_writer(r).map(SharedFboxWriter::new),
             })
             .collect();
-        let fbox_max = out
-            .iter()
-            .filter_map(|o| o.fbox.as_ref())
-            .map(SharedFboxWriter::max_message)
-            .min()
-            .unwrap_or(0);
         Ok(Node {
             send: Mutex::new(SendSide { pool, tokens }),
-            fifo_hint: AtomicU64::new(reader.head()),
-            fifo_probe: seg.fifo_probe(),
+            fifo_probe,
             reader: TryLock::new(Reader {
                 fifo: reader,
                 boxes,
             }),
             box_hints,
             out,
-            fbox_max,
             writers,
             pending,
             peers_waiting: AtomicUsize::new(if attach_wait.is_some() {
@@ -289,9 +330,12 @@ impl Node {
         payload_size: usize,
         tag: u8,
     ) -> bool {
-        let total = header.len() + payload_size;
-        if total <= self.fbox_max
-            && let Some(out) = self.out.get(peer as usize)
+        // The box's own size check (`reserve`) is the only one: a second here cost
+        // every small send two instructions to save a large one a few.
+        let Some(total) = header.len().checked_add(payload_size) else {
+            return false;
+        };
+        if let Some(out) = self.out.get(peer as usize)
             && let Some(fbox) = &out.fbox
             && out.fifo_out.load(Ordering::Acquire) == 0
         {
@@ -299,18 +343,19 @@ impl Node {
             // Counted before the ring stores: a locked increment after them would wait
             // for them to drain (taken back below if nothing was sent).
             stats::add_as(&stats::SENDIS, 1, concurrent);
-            let writer = if concurrent {
-                fbox.try_writer()
-            } else {
+            let mut guard = if concurrent { fbox.try_writer() } else { None };
+            let writer = match guard.as_deref_mut() {
+                Some(w) => Some(w),
                 // SAFETY: below MPI_THREAD_MULTIPLE, sends (from MPI calls only) never
-                // overlap between threads; Open MPI's own BTLs skip their locks then too.
-                unsafe { fbox.try_writer_serialized() }
+                // overlap between threads, and this is the only place that writes a
+                // fast box: nothing below calls back into the BTL while the writer is
+                // held. Open MPI's own BTLs skip their locks then too.
+                None if !concurrent => Some(unsafe { fbox.writer_serialized() }),
+                None => None,
             };
-            if let Some(mut w) = writer
-                && let Some((record, buf)) = w.reserve(total)
+            if let Some(w) = writer
+                && write_inline(w, header, convertor, payload_size, total, tag)
             {
-                let written = fill_inline(buf, header, convertor, payload_size);
-                w.publish(record, tag, written);
                 return true;
             }
             stats::add_as(&stats::SENDIS, 1u64.wrapping_neg(), concurrent);
@@ -478,7 +523,7 @@ impl Node {
             pos != DEAD_BOX && probe.ready(pos)
         };
         self.fifo_probe
-            .ready(self.fifo_hint.load(Ordering::Relaxed))
+            .watched_ready()
             // Two ranks (one box) without the loop.
             || match self.box_hints.as_slice() {
                 [one] => box_ready(one),
@@ -584,7 +629,7 @@ impl Node {
                 _ => corrupt(&format!("a value of unknown type: {:?}", received.value())),
             }
         }
-        self.fifo_hint.store(reader.head(), Ordering::Relaxed);
+        self.fifo_probe.watch(reader.head());
         handled
     }
 

@@ -116,11 +116,16 @@ pub struct FboxWriter {
     /// The ring's first byte; the whole ring's bounds and alignment checked once, in
     /// `new`, so that a send indexes it with a mask and no further check.
     ring: NonNull<u8>,
+    /// The ring's size less one (a power of two less one: positions mask to offsets).
+    mask: u64,
+    /// The ring's size (kept beside `mask`: the room test needs both).
     size: u64,
     /// [`Self::max_message`], computed once.
     max_message: usize,
     pos: u64,
-    read_cache: u64,
+    /// How far the writer may go: the reader's position when last read plus the ring's
+    /// size (kept as the sum so that the room test is one comparison).
+    limit: u64,
 }
 
 // SAFETY: `ctrl` and `ring` point into a shared mapping that `_seg` keeps alive; the ring
@@ -154,10 +159,11 @@ impl FboxWriter {
         Some(Self {
             ctrl,
             ring,
+            mask: size - 1,
             size,
             max_message: (size / 4 - 8) as usize,
             pos,
-            read_cache: pos,
+            limit: pos + size,
             _seg: seg,
         })
     }
@@ -178,7 +184,7 @@ impl FboxWriter {
     /// The ring word at position `pos` (8-aligned).
     #[inline]
     fn word(&self, pos: u64) -> &FboxWord {
-        let off = (pos & (self.size - 1)) as usize;
+        let off = (pos & self.mask) as usize;
         debug_assert_eq!(off % size_of::<FboxWord>(), 0);
         // SAFETY: `off` < ring size (mask), and positions are multiples of 8 (records
         // are padded to 8), so the word is inside the ring checked in `new` and aligned;
@@ -192,97 +198,127 @@ impl FboxWriter {
     /// receiver has not consumed enough yet.
     #[inline(always)]
     pub fn try_send(&mut self, tag: u8, len: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
-        let Some((record, buf)) = self.reserve(len) else {
+        let Some(mut reservation) = self.reserve(len) else {
             return false;
         };
-        let written = fill(buf);
-        self.publish(record, tag, written);
+        let written = fill(reservation.bytes());
+        reservation.publish(tag, written);
         true
     }
 
     /// [`Self::try_send`] in two steps, for a caller that fills the bytes itself (no
     /// closure for the compiler to keep out of line): room for a message of at most
     /// `len` bytes, or None (as `try_send`'s false). Nothing is visible to the reader
-    /// until [`Self::publish`]; a reservation never published leaves the box as it was.
+    /// until the reservation is published; one dropped unpublished leaves the box as it
+    /// was. It borrows the writer, so no other message can come between.
     #[inline(always)]
-    pub fn reserve(&mut self, len: usize) -> Option<(FboxRecord, &mut [u8])> {
+    pub fn reserve(&mut self, len: usize) -> Option<FboxReservation<'_>> {
         if len > self.max_message {
             return None;
         }
         let rec = record_bytes(len);
-        let off = self.pos & (self.size - 1);
-        let waste = if off + rec > self.size {
-            self.size - off
-        } else {
-            0
-        };
-        let need = waste + rec + 8;
-        if self.pos + need > self.read_cache + self.size {
-            self.read_cache = self.read();
-            if self.pos + need > self.read_cache + self.size {
+        let size = self.size;
+        let off = self.pos & self.mask;
+        let waste = if off + rec > size { size - off } else { 0 };
+        // The record and the zeroed word after it (the reader's stop mark).
+        let end = self.pos + waste + rec + 8;
+        if end > self.limit {
+            self.limit = self.read() + size;
+            if end > self.limit {
                 return None;
             }
         }
-        let start = self.pos + waste;
-        let data_off = (start & (self.size - 1)) as usize + 8;
-        // SAFETY: `data_off..data_off+len` is inside this ring (checked in `new`): the
-        // record (8 + len + tail bytes, len ≤ size/4 − 8) starts at `start`, which is the
-        // current offset when it fits before the ring's end, else offset 0 (`waste`).
-        // Those bytes are free: the room check above shows the reader is done with them
-        // (Acquire on `read`), and the reader does not look at them before `publish`
-        // stores the header. This writer is the only one (the caller serialises writers
-        // of a box), and the slice borrows it mutably.
-        let buf = unsafe { std::slice::from_raw_parts_mut(self.ring.as_ptr().add(data_off), len) };
-        let record = FboxRecord {
+        Some(FboxReservation {
             at: self.pos,
-            waste,
+            start: self.pos + waste,
             len,
             rec,
-        };
-        Some((record, buf))
-    }
-
-    /// Publishes the message of `record` (from the last [`Self::reserve`]): its first
-    /// `written` bytes (at most the reserved length) with active-message `tag`. A record
-    /// from an earlier reservation than the box's current position is ignored.
-    #[inline(always)]
-    pub fn publish(&mut self, record: FboxRecord, tag: u8, written: usize) {
-        if record.at != self.pos {
-            return;
-        }
-        let start = self.pos + record.waste;
-        let written = written.min(record.len);
-        let rec = if written == record.len {
-            record.rec
-        } else {
-            record_bytes(written)
-        };
-        self.word(start + rec).0.store(0, Relaxed);
-        let header = written as u64 | (u64::from(tag) << 32) | VALID;
-        self.word(start).0.store(header, Release);
-        if record.waste > 0 {
-            self.word(self.pos).0.store(VALID | SKIP, Release);
-        }
-        self.pos = start + rec;
+            writer: self,
+        })
     }
 }
 
-/// A message reserved in a fast box and not yet published (see [`FboxWriter::reserve`]).
-#[derive(Debug)]
-pub struct FboxRecord {
+/// A message reserved in a fast box and not yet published (see
+/// [`FboxWriter::reserve`]).
+pub struct FboxReservation<'a> {
+    writer: &'a mut FboxWriter,
     /// The writer's position when reserved.
     at: u64,
-    /// Bytes skipped to the ring's start before the record.
-    waste: u64,
+    /// Where the record starts: the writer's position, or the ring's start when the
+    /// record would not fit before its end (the bytes between are skipped).
+    start: u64,
     /// Bytes reserved.
     len: usize,
     /// The record's bytes for `len`.
     rec: u64,
 }
 
+impl fmt::Debug for FboxReservation<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FboxReservation")
+            .field("start", &self.start)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl FboxReservation<'_> {
+    /// The reserved bytes, in shared memory.
+    #[inline(always)]
+    pub fn bytes(&mut self) -> &mut [u8] {
+        let data_off = (self.start & self.writer.mask) as usize + 8;
+        // SAFETY: `data_off..data_off+len` is inside the writer's ring (checked in
+        // `FboxWriter::new`): the record (8 + len + tail bytes, len ≤ size/4 − 8) starts
+        // at `start`, which is the writer's offset when it fits before the ring's end,
+        // else offset 0. Those bytes are free: `reserve`'s room check showed the reader
+        // is done with them (Acquire on `read`), and the reader does not look at them
+        // before `publish` stores the header. The writer is the box's only one (callers
+        // serialise writers of a box), borrowed mutably by this reservation, which this
+        // slice borrows mutably in turn.
+        unsafe { std::slice::from_raw_parts_mut(self.writer.ring.as_ptr().add(data_off), self.len) }
+    }
+
+    /// Publishes the first `written` bytes (at most the reserved length) with
+    /// active-message `tag`.
+    #[inline(always)]
+    pub fn publish(self, tag: u8, written: usize) {
+        let written = written.min(self.len);
+        let rec = if written == self.len {
+            self.rec
+        } else {
+            record_bytes(written)
+        };
+        self.finish(tag, written, rec);
+    }
+
+    /// Publishes every reserved byte with active-message `tag`.
+    #[inline(always)]
+    pub fn publish_all(self, tag: u8) {
+        let (len, rec) = (self.len, self.rec);
+        self.finish(tag, len, rec);
+    }
+
+    #[inline(always)]
+    fn finish(self, tag: u8, written: usize, rec: u64) {
+        let w = self.writer;
+        let (at, start) = (self.at, self.start);
+        // Both words found before the first store: the compiler cannot tell that a
+        // store into the ring leaves the writer's fields as they were.
+        let (stop, head) = (w.word(start + rec), w.word(start));
+        stop.0.store(0, Relaxed);
+        head.0
+            .store(written as u64 | (u64::from(tag) << 32) | VALID, Release);
+        if start != at {
+            w.word(at).0.store(VALID | SKIP, Release);
+        }
+        w.pos = start + rec;
+    }
+}
+
 /// An [`FboxWriter`] that threads share: one writes at a time, the others are told the box
 /// is busy (and take another path). Behind a [`TryLock`]: releasing it is a plain Release
-/// store, and below `MPI_THREAD_MULTIPLE` taking it is too (see [`crate::trylock`]).
+/// store, and below `MPI_THREAD_MULTIPLE` the writer is used without it (see
+/// [`crate::trylock`]).
 pub struct SharedFboxWriter {
     max_message: usize,
     inner: TryLock<FboxWriter>,
@@ -327,15 +363,16 @@ impl SharedFboxWriter {
         self.inner.try_lock()
     }
 
-    /// [`Self::try_writer`] without a locked instruction.
+    /// The writer, neither asking for nor taking the lock.
     ///
     /// # Safety
-    /// As [`TryLock::try_lock_serialized`]: no other thread takes this writer at an
-    /// overlapping time, and earlier holders on other threads released it before this
-    /// call (happens-before).
-    pub unsafe fn try_writer_serialized(&self) -> Option<TryLockGuard<'_, FboxWriter>> {
+    /// As [`TryLock::get_serialized`]: no other thread uses this box's writer at an
+    /// overlapping time, earlier users on other threads are done with it (happens-before),
+    /// and nothing else reaches it while the reference lives.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn writer_serialized(&self) -> &mut FboxWriter {
         // SAFETY: the caller's promise.
-        unsafe { self.inner.try_lock_serialized() }
+        unsafe { self.inner.get_serialized() }
     }
 }
 

@@ -82,6 +82,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 
 use crate::FragError;
@@ -183,6 +184,11 @@ pub struct FifoProbe {
     _seg: Arc<SegShared>,
     slots: std::ptr::NonNull<Slot>,
     mask: u64,
+    /// The position [`Self::watch`] was given, as the slot it falls in (always ≤ `mask`:
+    /// only `watch` stores it) and the sequence a value published there carries, so
+    /// that [`Self::watched_ready`] (every idle progress pass) computes nothing.
+    watch_slot: AtomicU64,
+    watch_seq: AtomicU64,
 }
 
 // SAFETY: `slots` points into a shared mapping that `_seg` keeps alive and is only read
@@ -200,7 +206,33 @@ impl FifoProbe {
             _seg: seg,
             slots,
             mask: u64::from(count) - 1,
+            watch_slot: AtomicU64::new(0),
+            watch_seq: AtomicU64::new(1),
         }
+    }
+
+    /// Makes [`Self::watched_ready`] ask about position `head` (from
+    /// [`FifoReader::head`]).
+    #[inline]
+    pub fn watch(&self, head: u64) {
+        self.watch_slot.store(head & self.mask, Relaxed);
+        // Release: a thread that reads this sequence reads the slot stored before it.
+        // A thread that reads the sequence before this store and the slot after it
+        // compares a slot with the sequence of the lap before: it can differ only
+        // across a lap, and then says "nothing yet" to one idle pass.
+        self.watch_seq.store((head & !self.mask) + 1, Release);
+    }
+
+    /// [`Self::ready`] for the position last given to [`Self::watch`].
+    #[inline]
+    pub fn watched_ready(&self) -> bool {
+        let seq = self.watch_seq.load(Acquire);
+        let index = self.watch_slot.load(Relaxed);
+        // SAFETY: `index` ≤ mask (only `watch` stores it, masked), inside the slots
+        // checked in `new`; the mapping lives as long as `_seg`; shared memory is only
+        // read through atomics.
+        let slot = unsafe { self.slots.add(index as usize).as_ref() };
+        slot.seq.load(Relaxed) == seq
     }
 
     /// True if a value is published at position `head` (from [`FifoReader::head`]); a

@@ -35,7 +35,7 @@ mod value;
 
 pub use error::{FragError, ShmError};
 pub use fbox::{
-    FBOX_TAIL, FboxCorrupt, FboxProbe, FboxReader, FboxRecord, FboxWriter, SharedFboxWriter,
+    FBOX_TAIL, FboxCorrupt, FboxProbe, FboxReader, FboxReservation, FboxWriter, SharedFboxWriter,
 };
 pub use fifo::{
     FifoKind, FifoProbe, FifoReader, FifoValue, FifoWriter, Full, Received, STATUS_BIT, TAG_MASK,

@@ -7,7 +7,10 @@
 //!   the lock at an overlapping time (MPI below `MPI_THREAD_MULTIPLE`: calls never
 //!   overlap and one thread's are ordered after another's by the application). It is a
 //!   plain load and store, which still refuses a re-entrant attempt from the holder's own
-//!   thread (a receive callback that calls progress).
+//!   thread (a receive callback that calls progress);
+//! - [`TryLock::get_serialized`]: the same promise, from a caller that cannot re-enter
+//!   itself either (a fast box's writer, used by `sendi` alone, which calls nothing of
+//!   the BTL while it writes): no load, no store, the value itself.
 //!
 //! Why not a `Mutex`: releasing one, and taking this in concurrent mode, is a locked
 //! read-modify-write, which waits until the stores before it are visible. On a send
@@ -50,6 +53,20 @@ impl<T> TryLock<T> {
             .is_ok()
             // Built only on success: dropping a guard releases the lock.
             .then(|| TryLockGuard { lock: self })
+    }
+
+    /// The value, without taking the lock at all: for a caller that no other thread
+    /// can overlap and that cannot re-enter itself while it holds the reference.
+    ///
+    /// # Safety
+    /// No other thread may take or hold this lock, or use this method, at an
+    /// overlapping time; this call must happen after (in the happens-before sense)
+    /// every earlier guard on another thread was dropped; and nothing else reaches the
+    /// value (through this method or a guard) while the reference lives.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn get_serialized(&self) -> &mut T {
+        // SAFETY: exclusive access is the caller's promise.
+        unsafe { &mut *self.value.get() }
     }
 
     /// [`Self::try_lock`] without a locked instruction.

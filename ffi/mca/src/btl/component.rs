@@ -233,7 +233,7 @@ unsafe extern "C" fn btl_progress<C: BtlComponent>() -> c_int {
     // unwind, so its guard needs no landing pad and the pass no stack frame; only a busy
     // pass goes on to the second, in a function of its own so that its frame (for the
     // landing pad) is set up there.
-    if crate::guard::guard("btl_progress", false, C::idle) {
+    if crate::guard::guard_hot("btl_progress", false, C::idle) {
         return 0;
     }
     busy_progress::<C>()
@@ -241,7 +241,7 @@ unsafe extern "C" fn btl_progress<C: BtlComponent>() -> c_int {
 
 #[inline(never)]
 fn busy_progress<C: BtlComponent>() -> c_int {
-    crate::guard::guard("btl_progress", 0, || C::progress() as c_int)
+    crate::guard::guard_hot("btl_progress", 0, || C::progress() as c_int)
 }
 
 /// The exported `mca_btl_<name>_component` value for component type `C`.

@@ -141,7 +141,7 @@ unsafe extern "C" fn alloc<M: BtlModule>(
     size: usize,
     flags: u32,
 ) -> *mut sys::mca_btl_base_descriptor_t {
-    crate::guard::guard("btl_alloc", std::ptr::null_mut(), || {
+    crate::guard::guard_hot("btl_alloc", std::ptr::null_mut(), || {
         // SAFETY: pointers from ob1 for this module.
         let (this, ep) = unsafe { (module::<M>(btl), endpoint::<M>(ep)) };
         M::alloc(this, ep, order, size, flags).map_or(std::ptr::null_mut(), Descriptor::as_ptr)
@@ -168,7 +168,7 @@ unsafe extern "C" fn prepare_src<M: BtlModule>(
     size: *mut usize,
     flags: u32,
 ) -> *mut sys::mca_btl_base_descriptor_t {
-    crate::guard::guard("btl_prepare_src", std::ptr::null_mut(), || {
+    crate::guard::guard_hot("btl_prepare_src", std::ptr::null_mut(), || {
         // SAFETY: pointers from ob1; `size` is an in/out scalar.
         let (this, ep, mut conv, size) = unsafe {
             (
@@ -192,7 +192,7 @@ unsafe extern "C" fn send<M: BtlModule>(
     des: *mut sys::mca_btl_base_descriptor_t,
     tag: sys::mca_btl_base_tag_t,
 ) -> c_int {
-    crate::guard::guard("btl_send", sys::OPAL_ERROR, || {
+    crate::guard::guard_hot("btl_send", sys::OPAL_ERROR, || {
         // SAFETY: pointers from ob1.
         let (this, ep) = unsafe { (module::<M>(btl), endpoint::<M>(ep)) };
         let (Some(ep), Some(des)) = (ep, Descriptor::from_raw(des)) else {
@@ -219,7 +219,7 @@ unsafe extern "C" fn sendi<M: BtlModule>(
     tag: sys::mca_btl_base_tag_t,
     descriptor: *mut *mut sys::mca_btl_base_descriptor_t,
 ) -> c_int {
-    crate::guard::guard("btl_sendi", Error::RESOURCE_BUSY.code(), || {
+    crate::guard::guard_hot("btl_sendi", Error::RESOURCE_BUSY.code(), || {
         // SAFETY: pointers from ob1; the header is header_size readable bytes.
         let (this, ep, mut conv, header) = unsafe {
             (
