@@ -379,13 +379,24 @@ impl SharedFboxWriter {
 /// The reading end of the fast box from one sender to this rank (one reader per box:
 /// the glue keeps it under its reader lock).
 pub struct FboxReader {
+    /// Keeps the mapping (and so `ctrl` and `ring`) alive.
     seg: Arc<SegShared>,
     sender: u32,
-    ctrl_off: u64,
+    /// The box's control line; bounds and alignment checked once, in `new`.
+    ctrl: NonNull<FboxCtrl>,
+    /// The ring's first byte; the whole ring's bounds and alignment checked once, in
+    /// `new`, so that a message is read with a mask and no further check of the mapping.
+    ring: NonNull<u8>,
     ring_off: u64,
     size: u64,
     pos: u64,
 }
+
+// SAFETY: `ctrl` and `ring` point into a shared mapping that `seg` keeps alive; the ring
+// is only read (words through atomics, payloads after their header's Acquire load) and
+// the control line only stored through an atomic. Moving the reader to another thread
+// changes none of that.
+unsafe impl Send for FboxReader {}
 
 impl fmt::Debug for FboxReader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -403,10 +414,16 @@ impl FboxReader {
             return None;
         }
         let ctrl_off = seg.layout.fbox_off(sender, receiver);
-        let pos = seg.map.get::<FboxCtrl>(ctrl_off).read.load(Acquire);
+        let ring_off = ctrl_off + size_of::<FboxCtrl>() as u64;
+        let ctrl_ref = seg.map.get::<FboxCtrl>(ctrl_off);
+        let pos = ctrl_ref.read.load(Acquire);
+        let ctrl = NonNull::from(ctrl_ref);
+        let words = (size / size_of::<FboxWord>() as u64) as usize;
+        let ring = NonNull::from(seg.map.slice::<FboxWord>(ring_off, words)).cast::<u8>();
         Some(Self {
-            ring_off: ctrl_off + size_of::<FboxCtrl>() as u64,
-            ctrl_off,
+            ctrl,
+            ring,
+            ring_off,
             size,
             pos,
             sender,
@@ -429,11 +446,15 @@ impl FboxReader {
         self.pos
     }
 
+    /// The ring word at position `pos` (8-aligned).
     #[inline]
     fn word(&self, pos: u64) -> &FboxWord {
-        self.seg
-            .map
-            .get::<FboxWord>(self.ring_off + (pos & (self.size - 1)))
+        let off = (pos & (self.size - 1)) as usize;
+        // SAFETY: `off` < ring size (mask) and a multiple of 8 (positions advance by
+        // whole records, padded to 8, or to the ring's start), so the word is inside the
+        // ring checked in `new` and aligned; the mapping lives as long as `seg`; the word
+        // is accessed atomically.
+        unsafe { &*self.ring.as_ptr().add(off).cast::<FboxWord>() }
     }
 
     /// Delivers up to `max` messages, oldest first, to `deliver(tag, payload)` (the payload
@@ -470,19 +491,18 @@ impl FboxReader {
             if off + record_bytes(len) > self.size {
                 return Err(corrupt);
             }
-            let ptr = self.seg.map.bytes_ptr(self.ring_off + off + 8, len);
-            // SAFETY: in bounds (checked by `bytes_ptr`, and inside the ring by the check
-            // above); the writer published these bytes before the header seen with Acquire
-            // and does not touch them again before `read` passes them (stored below, after
+            // SAFETY: `off + 8 + len` ≤ `off + record_bytes(len)` ≤ the ring's size
+            // (checked above), inside the ring checked in `new`, which `seg` keeps mapped;
+            // the writer published these bytes before the header seen with Acquire and
+            // does not touch them again before `read` passes them (stored below, after
             // `deliver` returned and the slice is gone).
-            let payload = unsafe { std::slice::from_raw_parts(ptr, len) };
+            let payload = unsafe {
+                std::slice::from_raw_parts(self.ring.as_ptr().add(off as usize + 8), len)
+            };
             deliver((header >> 32) as u8, payload);
             self.pos += record_bytes(len);
-            self.seg
-                .map
-                .get::<FboxCtrl>(self.ctrl_off)
-                .read
-                .store(self.pos, Release);
+            // SAFETY: checked in `new`, alive as long as `seg`; stored atomically.
+            unsafe { self.ctrl.as_ref() }.read.store(self.pos, Release);
             done += 1;
         }
         Ok(done)
