@@ -15,6 +15,8 @@
  *                       and waited for after they arrived (rank 0 sleeps 20 ms
  *                       meanwhile, outside MPI): the progress passes that find the
  *                       messages and deliver them into the posted receives
+ *   msgcost recv1 N     the same one message at a time (a ping-pong's receive: one
+ *                       progress pass finds one message)
  *
  * Every message's 8 bytes are checked by rank 1. Prints "msgcost MODE N done" on
  * rank 0; exits non-zero on a wrong byte or argument.
@@ -91,11 +93,11 @@ static int idle_cost(int rank, long n)
     return 0;
 }
 
-static int recv_cost(int rank, long n)
+static int recv_cost(int rank, long n, long batch)
 {
     int bad = 0;
-    for (long first = 0; first < n; first += WINDOW) {
-        long count = n - first < WINDOW ? n - first : WINDOW;
+    for (long first = 0; first < n; first += batch) {
+        long count = n - first < batch ? n - first : batch;
         if (rank == 0) {
             long values[WINDOW];
             MPI_Request reqs[WINDOW];
@@ -133,9 +135,10 @@ int main(int argc, char **argv)
     int isend = argc == 3 && strcmp(argv[1], "isend") == 0;
     int idle = argc == 3 && strcmp(argv[1], "idle") == 0;
     int recv = argc == 3 && strcmp(argv[1], "recv") == 0;
-    if (size != 2 || n <= 0 || !(isend || idle || recv)) {
+    int recv1 = argc == 3 && strcmp(argv[1], "recv1") == 0;
+    if (size != 2 || n <= 0 || !(isend || idle || recv || recv1)) {
         if (rank == 0)
-            fprintf(stderr, "usage: msgcost isend|idle|recv N (2 ranks)\n");
+            fprintf(stderr, "usage: msgcost isend|idle|recv|recv1 N (2 ranks)\n");
         MPI_Finalize();
         return 2;
     }
@@ -144,7 +147,9 @@ int main(int argc, char **argv)
         if (isend_cost(rank, 2 * WINDOW))
             MPI_Abort(MPI_COMM_WORLD, 1);
     CALLGRIND_ZERO_STATS;
-    int bad = isend ? isend_cost(rank, n) : idle ? idle_cost(rank, n) : recv_cost(rank, n);
+    int bad = isend ? isend_cost(rank, n)
+              : idle ? idle_cost(rank, n)
+              : recv_cost(rank, n, recv ? WINDOW : 1);
     int any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0 && !any)

@@ -518,17 +518,21 @@ impl Node {
     /// Whether the FIFO or a fast box may hold something: plain loads, no lock.
     #[inline]
     fn anything_arrived(&self) -> bool {
+        self.fifo_probe.watched_ready() || self.any_box_ready()
+    }
+
+    /// Whether a fast box may hold something.
+    #[inline]
+    fn any_box_ready(&self) -> bool {
         let box_ready = |(probe, pos): &(FboxProbe, AtomicU64)| {
             let pos = pos.load(Ordering::Relaxed);
             pos != DEAD_BOX && probe.ready(pos)
         };
-        self.fifo_probe
-            .watched_ready()
-            // Two ranks (one box) without the loop.
-            || match self.box_hints.as_slice() {
-                [one] => box_ready(one),
-                boxes => boxes.iter().any(box_ready),
-            }
+        // Two ranks (one box) without the loop.
+        match self.box_hints.as_slice() {
+            [one] => box_ready(one),
+            boxes => boxes.iter().any(box_ready),
+        }
     }
 
     /// Remembers the endpoint ob1 holds for `rank` in this segment.
@@ -565,7 +569,10 @@ impl Node {
     ) -> usize {
         self.check_attach();
         let mut handled = self.drain_pending();
-        if !self.anything_arrived() {
+        // Asked once: a pass that found only fast-box messages (a ping-pong's) skips the
+        // FIFO's pop, and a stale "nothing" is seen again by the next pass.
+        let fifo_ready = self.fifo_probe.watched_ready();
+        if !fifo_ready && !self.any_box_ready() {
             return handled;
         }
         // One reader at a time; a thread that finds it busy (or a re-entrant call
@@ -604,6 +611,9 @@ impl Node {
                     corrupt(&format!("{e}; that fast box is no longer read"));
                 }
             }
+        }
+        if !fifo_ready {
+            return handled;
         }
         for _ in 0..self.poll_batch {
             let Some(received) = reader.pop() else {
