@@ -103,7 +103,11 @@ impl Module {
                 // A control message on a pair segment: no handshake runs there; dropped.
             });
         }
-        if let Some(node) = btl.job_node() {
+        // One load says whether CUDA has anything to do (control messages, release
+        // notices, device gets): most busy passes carry host messages only.
+        if !cuda::idle()
+            && let Some(node) = btl.job_node()
+        {
             handled += cuda::progress(btl, node);
         }
         handled
