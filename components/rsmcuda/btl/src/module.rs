@@ -21,9 +21,8 @@ use crate::{cuda, help, pair, setup, single_copy};
 
 /// One peer on this node: the segment it shares with us and its rank there.
 pub struct Endpoint {
-    /// Index of the segment in the module's `Nodes`.
-    pub node: usize,
-    /// That segment's node, so that a send reaches it without the module's table.
+    /// The segment's node (in the module's `Nodes`), so that a send reaches it without
+    /// the module's table.
     node_ptr: NonNull<Node>,
     pub rank: u32,
     /// The segment is the job's own: the CUDA IPC handshake runs only there.
@@ -328,7 +327,6 @@ impl BtlModule for Module {
                     cuda::remember(rank, *p);
                 }
                 Some(Endpoint {
-                    node,
                     node_ptr,
                     rank,
                     job,

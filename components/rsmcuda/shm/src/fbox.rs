@@ -107,6 +107,39 @@ impl fmt::Display for FboxCorrupt {
 
 impl std::error::Error for FboxCorrupt {}
 
+/// Where the box from `sender` to `receiver` lies in the segment, its control line and
+/// whole ring bounds- and alignment-checked once, for the two ends that then reach them
+/// by pointer; None if the segment has no fast boxes.
+struct BoxPlace {
+    ctrl: NonNull<FboxCtrl>,
+    ring: NonNull<u8>,
+    ring_off: u64,
+    size: u64,
+    /// The reader's published position.
+    pos: u64,
+}
+
+impl BoxPlace {
+    fn find(seg: &SegShared, sender: u32, receiver: u32) -> Option<BoxPlace> {
+        let size = u64::from(seg.layout.fbox_bytes());
+        if size == 0 {
+            return None;
+        }
+        let ctrl_off = seg.layout.fbox_off(sender, receiver);
+        let ring_off = ctrl_off + size_of::<FboxCtrl>() as u64;
+        let ctrl_ref = seg.map.get::<FboxCtrl>(ctrl_off);
+        let pos = ctrl_ref.read.load(Acquire);
+        let words = (size / size_of::<FboxWord>() as u64) as usize;
+        Some(BoxPlace {
+            ctrl: NonNull::from(ctrl_ref),
+            ring: NonNull::from(seg.map.slice::<FboxWord>(ring_off, words)).cast::<u8>(),
+            ring_off,
+            size,
+            pos,
+        })
+    }
+}
+
 /// The writing end of the fast box from this rank to one receiver.
 pub struct FboxWriter {
     /// Keeps the mapping (and so `ctrl` and `ring`) alive.
@@ -144,18 +177,14 @@ impl fmt::Debug for FboxWriter {
 
 impl FboxWriter {
     pub(crate) fn new(seg: Arc<SegShared>, sender: u32, receiver: u32) -> Option<Self> {
-        let size = u64::from(seg.layout.fbox_bytes());
-        if size == 0 {
-            return None;
-        }
-        let ctrl_off = seg.layout.fbox_off(sender, receiver);
-        let ring_off = ctrl_off + size_of::<FboxCtrl>() as u64;
-        let ctrl_ref = seg.map.get::<FboxCtrl>(ctrl_off);
         // Start where the reader is (0 in a new segment).
-        let pos = ctrl_ref.read.load(Acquire);
-        let ctrl = NonNull::from(ctrl_ref);
-        let words = (size / size_of::<FboxWord>() as u64) as usize;
-        let ring = NonNull::from(seg.map.slice::<FboxWord>(ring_off, words)).cast::<u8>();
+        let BoxPlace {
+            ctrl,
+            ring,
+            size,
+            pos,
+            ..
+        } = BoxPlace::find(&seg, sender, receiver)?;
         Some(Self {
             ctrl,
             ring,
@@ -409,17 +438,13 @@ impl fmt::Debug for FboxReader {
 
 impl FboxReader {
     pub(crate) fn new(seg: Arc<SegShared>, sender: u32, receiver: u32) -> Option<Self> {
-        let size = u64::from(seg.layout.fbox_bytes());
-        if size == 0 {
-            return None;
-        }
-        let ctrl_off = seg.layout.fbox_off(sender, receiver);
-        let ring_off = ctrl_off + size_of::<FboxCtrl>() as u64;
-        let ctrl_ref = seg.map.get::<FboxCtrl>(ctrl_off);
-        let pos = ctrl_ref.read.load(Acquire);
-        let ctrl = NonNull::from(ctrl_ref);
-        let words = (size / size_of::<FboxWord>() as u64) as usize;
-        let ring = NonNull::from(seg.map.slice::<FboxWord>(ring_off, words)).cast::<u8>();
+        let BoxPlace {
+            ctrl,
+            ring,
+            ring_off,
+            size,
+            pos,
+        } = BoxPlace::find(&seg, sender, receiver)?;
         Some(Self {
             ctrl,
             ring,
