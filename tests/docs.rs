@@ -408,8 +408,10 @@ fn every_help_topic_has_its_troubleshooting_entry() {
 }
 
 /// Allowed: the word as part of MPI Sessions (MPI-4), MPI_T pvar sessions, the test
-/// file of the former and Open MPI 5.0's own message about them.
-const SESSION_ALLOWED: [&str; 7] = [
+/// file of the former, Open MPI 5.0's own message about them, and the field of
+/// `opal_process_info` that names a job's temporary directory on a node.
+const SESSION_ALLOWED: [&str; 8] = [
+    "opal_process_info.job_session_dir",
     "mpi_session",
     "mpi session",
     "mpi-4 session",

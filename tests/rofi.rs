@@ -229,11 +229,23 @@ fn default_selection_is_tcp_rxm_with_the_full_layout() {
         "{}",
         out.report()
     );
-    // Its tagged matching was checked once per rank before it was used.
+    // Its tagged matching was checked before it was used: once for the node, by local
+    // rank 0, whose finding the other rank took (rofi_core::provider::shared).
     assert_eq!(
         log.matches("mtl:rofi: matching probe of tcp;ofi_rxm [")
             .count(),
-        2,
+        1,
+        "{}",
+        out.report()
+    );
+    assert_eq!(
+        log.matches("mtl:rofi: tcp;ofi_rxm [").count(),
+        1,
+        "{}",
+        out.report()
+    );
+    assert!(
+        log.contains("]: took local rank 0's matching probe finding (every check passed, after "),
         "{}",
         out.report()
     );
@@ -555,8 +567,9 @@ fn libfabric_version() -> (u32, u32) {
 /// machine's 1.17) a receive with ignore bits never takes an unexpected message, an
 /// exact receive takes another tag's, FI_PEEK/FI_CLAIM are receives into no buffer (the
 /// truncation checks are then not run); later ones (2.1, tests/libfabric2.rs) lose
-/// the CQ data of truncated receives. The verbose output names each failed check (once
-/// per rank), rofi matches messages itself on shm, and `never` refuses shm naming them.
+/// the CQ data of truncated receives. The verbose output names each failed check (local
+/// rank 0 probes, the other rank takes its finding), rofi matches messages itself on shm,
+/// and `never` refuses shm naming them.
 /// (The stock OFI MTL never selects shm: its hints ask for FI_REMOTE_COMM.)
 #[test]
 fn shm_gets_host_matching_for_the_checks_its_matching_probe_fails() {
@@ -581,7 +594,10 @@ fn shm_gets_host_matching_for_the_checks_its_matching_probe_fails() {
         ]);
     }
     let probes = log.matches("mtl:rofi: matching probe of shm [shm] on libfabric ");
-    assert_eq!(probes.count(), 2, "{}", out.report());
+    assert_eq!(probes.count(), 1, "{}", out.report());
+    let taken =
+        log.matches("mtl:rofi: shm [shm]: took local rank 0's matching probe finding (failed: ");
+    assert_eq!(taken.count(), 1, "{}", out.report());
     for line in expected {
         assert!(log.contains(line), "{line:?} missing: {}", out.report());
     }

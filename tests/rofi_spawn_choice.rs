@@ -12,8 +12,9 @@
 //! they choose exactly it, without a probe of their own.
 //!
 //! Every job here runs pinned to one CPU beside busy loops pinned to the same CPU, so
-//! that the parents' matching probes (and everything else) get a share of a loaded
-//! core: a verdict that depended on timing would show here.
+//! that the parents' matching probe (local rank 0's, which the other parent takes) and
+//! everything else get a share of a loaded core: a verdict that depended on timing
+//! would show here.
 //!
 //! The 5.0 tests print `SKIPPED` and pass without the 5.0 installation and our 5.0
 //! build (`make components-ompi5`, RMCA_OMPI5_PREFIX), as tests/ompi5.rs does.
@@ -83,7 +84,7 @@ fn spawn_multiple_starved(config: &McaConfig) -> Option<JobOutput> {
 /// `mtl:rofi: using `); the parents probed (`probes` of them), the children chose as
 /// they did (`inherited`: how the choice they name starts and ends), and nobody was
 /// refused.
-fn assert_one_choice(out: &JobOutput, using: &str, inherited: (&str, &str), probes: usize) {
+fn assert_one_choice(out: &JobOutput, using: &str, inherited: (&str, &str), parents: usize) {
     let log = format!("{}{}", out.stdout, out.stderr);
     let count = |s: &str| log.matches(s).count();
     assert_eq!(count("mtl:rofi: using "), 5, "{}", out.report());
@@ -109,9 +110,12 @@ fn assert_one_choice(out: &JobOutput, using: &str, inherited: (&str, &str), prob
         "{}",
         out.report()
     );
+    // One probe for the parents' node (local rank 0's); the other parents take its
+    // finding, and the children inherit the choice.
+    assert_eq!(count("mtl:rofi: matching probe of "), 1, "{}", out.report());
     assert_eq!(
-        count("mtl:rofi: matching probe of "),
-        probes,
+        count("took local rank 0's matching probe finding"),
+        parents - 1,
         "{}",
         out.report()
     );

@@ -128,3 +128,21 @@ pub fn register_cleanup(path: &str) -> Result<()> {
     // SAFETY: `path` is NUL-terminated and outlives the call; PMIx copies it.
     to_result(unsafe { sys::rmca_register_cleanup(path.as_ptr()) }).map(drop)
 }
+
+/// The temporary directory of this process's job on this node (`opal_process_info`),
+/// which the runtime creates before components are opened and removes when the job ends;
+/// `None` where there is none (a singleton, a tool) or it is not a directory.
+pub fn job_directory() -> Option<std::path::PathBuf> {
+    // SAFETY: opal_process_info is set up by the runtime's init before any component is
+    // queried and not changed while components run; the string, when set, is a
+    // NUL-terminated path owned by the runtime for the life of the job.
+    let dir = unsafe {
+        let raw = sys::opal_process_info.job_session_dir;
+        if raw.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned()
+    };
+    let dir = std::path::PathBuf::from(dir);
+    dir.is_dir().then_some(dir)
+}

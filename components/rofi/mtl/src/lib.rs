@@ -15,6 +15,7 @@ mod raw;
 mod recv;
 mod request;
 mod send;
+mod shared_probe;
 mod stats;
 
 use std::sync::OnceLock;
@@ -258,10 +259,16 @@ fn select_probed(
     }
 }
 
-/// Runs the matching probe on entry `index` of `list` and says what it found (and how
-/// long it took) at verbose 1.
+/// What the matching probe finds on entry `index` of `list`: run here, or taken from
+/// local rank 0 of this job, which ran it for the node (`shared_probe`).
 fn probe(list: &InfoList, index: usize, info: &ProviderInfo, p: &params::Params) -> Matching {
-    let cfg = ProbeConfig {
+    let cfg = probe_config(info, p);
+    shared_probe::probe_once_per_node(info, cfg, || probe_here(list, index, info, cfg))
+}
+
+/// How the probe fits `info`.
+fn probe_config(info: &ProviderInfo, p: &params::Params) -> ProbeConfig {
+    ProbeConfig {
         cq_data: info.cq_data_size >= 4,
         // rofi posts receives smaller than this into bounce buffers on ofi_rxm (see
         // `min_landing` in init), so smaller truncations never reach the provider.
@@ -270,7 +277,12 @@ fn probe(list: &InfoList, index: usize, info: &ProviderInfo, p: &params::Params)
         } else {
             4
         },
-    };
+    }
+}
+
+/// Runs the probe in this process and says what it found (and how long it took) at
+/// verbose 1.
+fn probe_here(list: &InfoList, index: usize, info: &ProviderInfo, cfg: ProbeConfig) -> Matching {
     let started = std::time::Instant::now();
     let report = raw::probe::run(list, index, info, cfg);
     let ms = started.elapsed().as_secs_f64() * 1e3;

@@ -32,6 +32,7 @@ mod filter;
 pub mod inherit;
 pub mod probe;
 mod select;
+pub mod shared;
 
 #[cfg(test)]
 mod tests;
