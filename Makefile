@@ -24,7 +24,8 @@
 #                      stock counterpart on Open MPI 4.1.4 and 5.0.7, one table (fetches
 #                      and builds what it needs; hours here); VALIDATE_SERIES=4.1 or 5.0
 #                      for one series, VALIDATE_ARGS="--suites pt2pt,coll ..." for less
-#   make validate-ci   its CI subset: MPICH pt2pt (1-2 ranks) on both series, LAMMPS
+#   make validate-ci   its CI subset: MPICH pt2pt (1-2 ranks; each component on one
+#                      series, pairwise), LAMMPS
 #   make ompi5         Open MPI 5.0.7 (Debian 13's source) built into ~/.cache/rmca
 #   make -s ompi5-prefix   its install prefix (built first if needed), nothing else
 #   make static-ompi5  5.0.7 with ours compiled in (static), cached beside it

@@ -62,7 +62,8 @@ pub fn ranks_to_run(ranks: &[u32], full_matrix_ranks: &[u32]) -> Vec<u32> {
 
 /// One `#[test]` per conformance program under a configuration, in a module named
 /// `$module`. `skip` lists programs that show a known defect of the configuration
-/// (each such defect has its own test asserting it); `ranks` defaults to `[2, 4]`;
+/// (each such defect has its own test asserting it); `ranks` defaults to `[2, 4]` and
+/// may be empty (a suite of the full matrix only);
 /// `full_matrix_ranks` are run too by `make check-all` (README, "What runs where"), as
 /// are the programs of `full_matrix_programs` (those a provider's own defect makes hang
 /// now and then under load: the full matrix still runs them).
@@ -71,27 +72,27 @@ macro_rules! conformance_suite {
     ($module:ident, $config:expr, skip: [$($known:literal),* $(,)?]) => {
         $crate::conformance_suite!($module, $config, ranks: [2, 4], skip: [$($known),*]);
     };
-    ($module:ident, $config:expr, ranks: [$($n:literal),+], skip: [$($known:literal),* $(,)?]) => {
+    ($module:ident, $config:expr, ranks: [$($n:literal),*], skip: [$($known:literal),* $(,)?]) => {
         $crate::conformance_suite!(
-            $module, $config, ranks: [$($n),+], full_matrix_ranks: [], skip: [$($known),*]
+            $module, $config, ranks: [$($n),*], full_matrix_ranks: [], skip: [$($known),*]
         );
     };
     (
         $module:ident,
         $config:expr,
-        ranks: [$($n:literal),+],
+        ranks: [$($n:literal),*],
         full_matrix_ranks: [$($full:literal),*],
         skip: [$($known:literal),* $(,)?]
     ) => {
         $crate::conformance_suite!(
-            $module, $config, ranks: [$($n),+], full_matrix_ranks: [$($full),*],
+            $module, $config, ranks: [$($n),*], full_matrix_ranks: [$($full),*],
             full_matrix_programs: [], skip: [$($known),*]
         );
     };
     (
         $module:ident,
         $config:expr,
-        ranks: [$($n:literal),+],
+        ranks: [$($n:literal),*],
         full_matrix_ranks: [$($full:literal),*],
         full_matrix_programs: [$($full_only:literal),*],
         skip: [$($known:literal),* $(,)?]
@@ -117,7 +118,7 @@ macro_rules! conformance_suite {
                 {
                     return;
                 }
-                let ranks = $crate::conformance::ranks_to_run(&[$($n),+], &[$($full),*]);
+                let ranks = $crate::conformance::ranks_to_run(&[$($n),*], &[$($full),*]);
                 $crate::conformance::run_program(&config(), name, &ranks);
             }
             #[test]
