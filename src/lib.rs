@@ -793,6 +793,26 @@ pub fn exported_symbols(file: &str) -> Vec<String> {
         .collect()
 }
 
+/// The shared libraries a built component in build/mca names as needed (`readelf -d`).
+pub fn needed_libraries(file: &str) -> Vec<String> {
+    let so = component_build_dir().join(file);
+    assert!(
+        so.is_file(),
+        "run `make components` first: {}",
+        so.display()
+    );
+    let out = Command::new("readelf")
+        .arg("-d")
+        .arg(&so)
+        .output()
+        .expect("run readelf");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| Some(l.split_once('[')?.1.trim_end_matches(']').to_owned()))
+        .collect()
+}
+
 /// Asserts a BTL opens a module (its init succeeds in both ranks of a 2-rank ob1 job)
 /// only when the `btl` list names it (`named_list`, e.g. `self,rusnic`) or its
 /// `btl_<component>_auto_select` is set; with no list or an exclude list it opens none.

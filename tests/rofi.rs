@@ -713,6 +713,18 @@ fn only_the_component_symbol_is_exported() {
     );
 }
 
+/// libfabric is loaded when rofi first needs it (its query, once named), and stays
+/// loaded (ffi/fabric-sys/shim/load.c), not as a dependency of the shared object.
+#[test]
+fn libfabric_is_not_a_dependency_of_the_shared_object() {
+    let needed = mca_harness::needed_libraries("mca_mtl_rofi.so");
+    assert!(!needed.is_empty(), "readelf found no NEEDED entry");
+    assert!(
+        !needed.iter().any(|l| l.starts_with("libfabric")),
+        "{needed:?}"
+    );
+}
+
 /// Persistent buffered sends started again (`tests/programs/persistent_bsend.c`: a
 /// restart before the receiver took the previous message, one after, and the first in
 /// 4 threads; the payload changes on every start). Open MPI 4.1.4's cm crashes or errs

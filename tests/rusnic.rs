@@ -457,6 +457,19 @@ fn only_the_component_symbol_is_exported() {
     );
 }
 
+/// libfabric is loaded when the ofi backend first needs it, not with the component:
+/// Open MPI loads rusnic into every job whose btl list does not exclude it, and
+/// Debian's libfabric.so.1 costs about 0.2 s to load (ffi/fabric-sys/shim/load.c).
+#[test]
+fn libfabric_is_not_loaded_with_the_component() {
+    let needed = mca_harness::needed_libraries("mca_btl_rusnic.so");
+    assert!(!needed.is_empty(), "readelf found no NEEDED entry");
+    assert!(
+        !needed.iter().any(|l| l.starts_with("libfabric")),
+        "{needed:?}"
+    );
+}
+
 /// An installed rusnic stays out of jobs that do not ask for it: with no btl list, or an
 /// exclude list like Debian's, its init returns no module (so ob1 never progresses an
 /// idle rusnic beside vader); named, or with btl_rusnic_auto_select, it opens one.

@@ -7,9 +7,14 @@
 //! library directory for the link. No runpath is embedded: the process must load
 //! one libfabric.so.1 for every component (Open MPI's ofi MTL links it too), so
 //! which one is the loader's choice (LD_LIBRARY_PATH). A library older than the
-//! headers is refused: by the loader when it lacks a symbol version the build
+//! headers is refused: by `shim/load.c` when it lacks a symbol version the build
 //! binds (1.17 has no FABRIC_1.8, 2.x's fi_getinfo), else by the components at
 //! open (`check_runtime_version`).
+//!
+//! The library is not linked: the six functions the components call directly are
+//! renamed in the headers (`fi_getinfo` → `rmca_fi_getinfo`, [`LOADED_FUNCTIONS`]) and
+//! defined by `shim/load.c`, which loads libfabric.so.1 on first use and binds each at
+//! the version this build's library gives it (read here with `readelf`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,6 +28,63 @@ fn pkg_config(args: &[&str]) -> Option<String> {
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The functions of libfabric the components call directly (everything else is
+/// dispatch through the objects these return): renamed `rmca_<name>` in the headers and
+/// defined by shim/load.c.
+const LOADED_FUNCTIONS: [&str; 6] = [
+    "fi_getinfo",
+    "fi_freeinfo",
+    "fi_dupinfo",
+    "fi_fabric",
+    "fi_strerror",
+    "fi_version",
+];
+
+/// The library the build's headers belong to: pkg-config's libdir, else where the C
+/// compiler would find it.
+fn library_path() -> Option<PathBuf> {
+    let from_pkg_config = pkg_config(&["--variable=libdir"])
+        .map(|dir| PathBuf::from(dir).join("libfabric.so.1"))
+        .filter(|p| p.is_file());
+    from_pkg_config.or_else(|| {
+        let out = Command::new("cc")
+            .arg("-print-file-name=libfabric.so.1")
+            .output()
+            .ok()?;
+        let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        path.is_absolute().then_some(path).filter(|p| p.is_file())
+    })
+}
+
+/// Each of [`LOADED_FUNCTIONS`] with the version the linker would bind it to in
+/// `library` (its default, `name@@VERSION`); "" where the library has no version for it.
+fn default_versions(library: &std::path::Path) -> Vec<(&'static str, String)> {
+    let symbols = Command::new("readelf")
+        .args(["--dyn-syms", "--wide"])
+        .arg(library)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_else(|e| {
+            eprintln!(
+                "error: readelf {}: {e} (install binutils)",
+                library.display()
+            );
+            std::process::exit(1);
+        });
+    LOADED_FUNCTIONS
+        .iter()
+        .map(|&name| {
+            let prefix = format!("{name}@@");
+            let version = symbols
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix(&prefix))
+                .unwrap_or("")
+                .to_owned();
+            (name, version)
+        })
+        .collect()
 }
 
 fn main() {
@@ -74,9 +136,15 @@ fn main() {
         println!("cargo:rustc-cfg=fabric_v2");
     }
 
+    let renames: Vec<String> = LOADED_FUNCTIONS
+        .iter()
+        .map(|name| format!("-D{name}=rmca_{name}"))
+        .collect();
     let mut builder = bindgen::Builder::default()
         .header(umbrella.display().to_string())
         .clang_args(include_dirs.iter().map(|d| format!("-I{d}")))
+        .clang_args(renames.iter().cloned())
+        .allowlist_function("rmca_fi_.*")
         .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
         .allowlist_function("fi_.*")
         .allowlist_type("fi_.*|fid_.*|fid")
@@ -104,21 +172,37 @@ fn main() {
         .write_to_file(out.join("bindings.rs"))
         .expect("write bindings.rs");
 
+    let Some(library) = library_path() else {
+        eprintln!(
+            "error: libfabric.so.1 not found beside the headers in {} (pkg-config's libdir) \
+             or where the C compiler looks. Install `libfabric1` / `libfabric-dev`.",
+            header_dir.display()
+        );
+        std::process::exit(1);
+    };
+    println!("cargo:rerun-if-changed={}", library.display());
+    let load_shim = manifest.join("shim/load.c");
+    println!("cargo:rerun-if-changed={}", load_shim.display());
     let mut build = cc::Build::new();
     build
         .file(out.join("fabric_static_fns.c"))
+        .file(load_shim)
         .include(manifest.join("../../ompi-headers"))
         .warnings(false);
+    for rename in &renames {
+        let (name, value) = rename[2..].split_once('=').expect("NAME=VALUE");
+        build.define(name, value);
+    }
+    for (name, version) in default_versions(&library) {
+        build.define(
+            &format!("RMCA_{}_VERSION", name.to_ascii_uppercase()),
+            format!("\"{version}\"").as_str(),
+        );
+    }
     for dir in &include_dirs {
         build.include(dir);
     }
     build.compile("rmca_fabric_static_fns");
-    if let Some(libs) = pkg_config(&["--libs-only-L"]) {
-        for dir in libs.split_whitespace().filter_map(|f| f.strip_prefix("-L")) {
-            println!("cargo:rustc-link-search=native={dir}");
-        }
-    }
-    println!("cargo:rustc-link-lib=dylib=fabric");
 }
 
 #[derive(Debug)]

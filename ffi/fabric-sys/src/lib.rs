@@ -22,6 +22,35 @@
 
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
+// The functions libfabric's headers declare, under their own names: shim/load.c
+// defines them, loading libfabric.so.1 on first use (build.rs renames them in the
+// headers so that the static-inline wrappers call them too).
+pub use self::{
+    rmca_fi_dupinfo as fi_dupinfo, rmca_fi_fabric as fi_fabric, rmca_fi_freeinfo as fi_freeinfo,
+    rmca_fi_getinfo as fi_getinfo, rmca_fi_strerror as fi_strerror, rmca_fi_version as fi_version,
+};
+
+unsafe extern "C" {
+    /// NULL once libfabric.so.1 is loaded and every function bound, else why not
+    /// (a NUL-terminated string that lives for the process).
+    fn rmca_fabric_load() -> *const std::os::raw::c_char;
+}
+
+/// Loads libfabric.so.1 into the process (once; it stays): an error names what is
+/// missing, the library or a function at the version this build binds.
+pub fn load() -> Result<(), String> {
+    // SAFETY: takes nothing; returns NULL or a static NUL-terminated string.
+    let why = unsafe { rmca_fabric_load() };
+    if why.is_null() {
+        Ok(())
+    } else {
+        // SAFETY: non-NULL: shim/load.c's static buffer, written once before this returns.
+        Err(unsafe { std::ffi::CStr::from_ptr(why) }
+            .to_string_lossy()
+            .into_owned())
+    }
+}
+
 /// `FI_VERSION(major, minor)` from fabric.h.
 pub const fn fi_version_of(major: u32, minor: u32) -> u32 {
     (major << 16) | minor
@@ -106,9 +135,10 @@ pub fn version_mismatch(built: u32, loaded: u32) -> Option<String> {
     ))
 }
 
-/// [`version_mismatch`] of the loaded library against the headers: components call
-/// this when they open and decline with the message.
+/// Loads the library ([`load`]), then [`version_mismatch`] of it against the headers:
+/// components call this before anything else of libfabric and decline with the message.
 pub fn check_runtime_version() -> Result<(), String> {
+    load()?;
     version_mismatch(HEADER_VERSION, runtime_version()).map_or(Ok(()), Err)
 }
 
