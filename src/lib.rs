@@ -535,6 +535,16 @@ impl Job {
                 }
             },
         };
+        // Open MPI 4.1's mpirun creates /tmp/ompi.<host>.<uid> and removes it when empty
+        // at its end: two jobs at once race there ("mkdir ... File exists", orte_init
+        // failed; seen twice in a day of make check). Each 4.1 job gets its own.
+        let own_tmpdir = (self.config.prefix.is_none()
+            && !self.env.iter().any(|(k, _)| k == ORTE_TMPDIR)
+            && !self.config.env.iter().any(|(k, _)| k == ORTE_TMPDIR))
+        .then(job_tmpdir);
+        if let Some(dir) = &own_tmpdir {
+            command.env(ORTE_TMPDIR, dir);
+        }
         command
             .envs(self.config.env.iter().map(|(k, v)| (k, v)))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -561,6 +571,9 @@ impl Job {
         };
         // Daemons or ranks can outlive mpirun after a failure: take the group down.
         kill_group(child.id());
+        if let Some(dir) = &own_tmpdir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         if let Some(before) = shm_before.filter(|_| timed_out || !status.success()) {
             shm::remove_abandoned_vader_segments(&before, Duration::from_secs(2));
         }
@@ -585,6 +598,20 @@ impl Job {
             elapsed,
         }
     }
+}
+
+/// Open MPI 4.1's parameter for where mpirun puts its per-job temporary tree.
+const ORTE_TMPDIR: &str = "OMPI_MCA_orte_tmpdir_base";
+
+/// A new empty directory of this test process under the system's temporary directory.
+fn job_tmpdir() -> PathBuf {
+    static JOBS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = JOBS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("rmca-job-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    dir
 }
 
 /// With `RMCA_JOB_TIMES=FILE`, one line per job appended to FILE: seconds, the test
