@@ -801,20 +801,25 @@ pub fn assert_bad_values_reported(framework: &str, component: &str, rows: &[BadV
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// The dynamic symbols a built component in build/mca defines (`nm -D --defined-only`).
-pub fn exported_symbols(file: &str) -> Vec<String> {
+/// What `tool args` prints about a built component in build/mca.
+fn component_tool_output(file: &str, tool: &str, args: &[&str]) -> String {
     let so = component_build_dir().join(file);
     assert!(
         so.is_file(),
         "run `make components` first: {}",
         so.display()
     );
-    let out = Command::new("nm")
-        .args(["-D", "--defined-only"])
+    let out = Command::new(tool)
+        .args(args)
         .arg(&so)
         .output()
-        .expect("run nm");
-    String::from_utf8_lossy(&out.stdout)
+        .unwrap_or_else(|e| panic!("run {tool}: {e}"));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The dynamic symbols a built component in build/mca defines (`nm -D --defined-only`).
+pub fn exported_symbols(file: &str) -> Vec<String> {
+    component_tool_output(file, "nm", &["-D", "--defined-only"])
         .lines()
         .filter_map(|l| l.split_whitespace().nth(2).map(str::to_owned))
         .collect()
@@ -822,22 +827,25 @@ pub fn exported_symbols(file: &str) -> Vec<String> {
 
 /// The shared libraries a built component in build/mca names as needed (`readelf -d`).
 pub fn needed_libraries(file: &str) -> Vec<String> {
-    let so = component_build_dir().join(file);
-    assert!(
-        so.is_file(),
-        "run `make components` first: {}",
-        so.display()
-    );
-    let out = Command::new("readelf")
-        .arg("-d")
-        .arg(&so)
-        .output()
-        .expect("run readelf");
-    String::from_utf8_lossy(&out.stdout)
+    component_tool_output(file, "readelf", &["-d"])
         .lines()
         .filter(|l| l.contains("(NEEDED)"))
         .filter_map(|l| Some(l.split_once('[')?.1.trim_end_matches(']').to_owned()))
         .collect()
+}
+
+/// Asserts a built component does not name libfabric as needed: it loads it when it
+/// first calls it (ffi/fabric-sys/shim/load.c).
+pub fn assert_libfabric_not_needed(file: &str) {
+    let needed = needed_libraries(file);
+    assert!(
+        !needed.is_empty(),
+        "readelf found no NEEDED entry in {file}"
+    );
+    assert!(
+        !needed.iter().any(|l| l.starts_with("libfabric")),
+        "{file}: {needed:?}"
+    );
 }
 
 /// Asserts a BTL opens a module (its init succeeds in both ranks of a 2-rank ob1 job)

@@ -189,9 +189,8 @@ fn main() {
         .file(load_shim)
         .include(manifest.join("../../ompi-headers"))
         .warnings(false);
-    for rename in &renames {
-        let (name, value) = rename[2..].split_once('=').expect("NAME=VALUE");
-        build.define(name, value);
+    for name in LOADED_FUNCTIONS {
+        build.define(name, format!("rmca_{name}").as_str());
     }
     for (name, version) in default_versions(&library) {
         build.define(
