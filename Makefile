@@ -294,9 +294,12 @@ clean:
 # Ours built and tested inside a Debian 13 (trixie) root made by debootstrap, with
 # Debian's own Open MPI 5.0.7 packages and cargo from trixie-backports, as the README's
 # Debian 13 section installs them (tests/debian13/check; the root's tarball cached in
-# ~/.cache/rmca by configure-support/debian-root). Needs root.
-check-debian13:
-	tests/debian13/check
+# ~/.cache/rmca by configure-support/debian-root). Needs root. The layout check across
+# builds of 5.0.7 (tests/debian13/cross-build) also needs the from-source 5.0.7 and ours
+# built against it (make components-ompi5; check-ompi5 runs before it in .ci/run).
+check-debian13: components-ompi5
+	RMCA_CROSS_PREFIX=$$(configure-support/ompi5 --print-prefix) \
+	    RMCA_CROSS_COMPONENTS=$(BUILD)/ompi5/mca tests/debian13/check
 
 # `make validate` inside that root, on Debian's Open MPI 5.0.7: MPICH's suite, Debian
 # 13's LAMMPS and GROMACS, ours beside Debian's stock components (VALIDATE_ARGS as for
