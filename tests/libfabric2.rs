@@ -182,9 +182,10 @@ suite_on_libfabric2!(
 );
 
 // shm: 2.1's shm matches correctly (see the shm_matching test below), but its
-// truncation error entries lose the remote CQ data that carries the source, so rofi's
-// known-defect rule keeps host matching on shm for every libfabric version: the same
-// programs as on 1.17, 2 and 4 ranks, the truncating ones at 2.
+// truncation error entries lose the remote CQ data that carries the source; a receive
+// with rofi's overflow sink behind its buffer is never truncated, so rofi keeps shm's
+// matching there and truncates itself: the same programs as on 1.17, 2 and 4 ranks,
+// the truncating ones at 2 and 4. Host matching, forced, still runs the truncating ones.
 suite_on_libfabric2!(
     rofi_shm,
     rofi_on("shm"),
@@ -198,8 +199,17 @@ suite_on_libfabric2!(
 suite_on_libfabric2!(
     rofi_shm_truncation,
     rofi_on("shm").named("rofi-shm-truncation-lf2"),
-    ranks: [2],
+    ranks: [2, 4],
     programs: [p2p_cancel_trunc, p2p_status, trunc_large]
+);
+
+suite_on_libfabric2!(
+    rofi_shm_host_matching,
+    rofi_on("shm")
+        .with("mtl_rofi_host_matching", "always")
+        .named("rofi-shm-host-lf2"),
+    ranks: [2],
+    programs: [p2p_cancel_trunc, p2p_status, ssend_mrecv]
 );
 
 // Two providers side by side (`mtl_rofi_local_provider`, tests/rofi_local_provider.rs),
@@ -230,45 +240,44 @@ suite_on_libfabric2!(
 /// rofi on 2.1's shm: its matching probe finds only the truncation checks failing
 /// (the error entry has the tag but remote CQ data 0, as tests/libfabric/
 /// shm_matching.c truncation_* shows; with the source in the tag instead, truncated
-/// receives complete with length 0 and a truncating MPI_Mrecv crashes inside shm), so
-/// host matching by default, and refused naming those checks when told never to match
-/// itself. A libfabric that fixes truncation passes the probe and gets native matching.
+/// receives complete with length 0 and a truncating MPI_Mrecv crashes inside shm) and
+/// the overflow checks passing (a receive with the sink behind its buffer completes
+/// whole, with its length, tag and CQ data), so shm's own matching with the sink, also
+/// when told never to match itself. A libfabric that fixes truncation passes the probe
+/// and gets native matching without the sink.
 #[test]
-fn shm_on_2_1_fails_only_the_truncation_checks_and_gets_host_matching() {
+fn shm_on_2_1_fails_only_the_truncation_checks_and_gets_an_overflow_sink() {
     let Some(lf) = libfabric2() else { return };
-    let out = Job::new(
-        &lf.on(rofi_on("shm").with("mtl_rofi_verbose", "1")),
-        2,
-        mca_harness::program("p2p_status"),
-    )
-    .timeout(Duration::from_secs(60))
-    .run();
-    out.assert_passed();
-    assert!(
-        out.stderr.contains("using shm [shm], host matching")
-            && out
+    for host_matching in ["auto", "never"] {
+        let out = Job::new(
+            &lf.on(rofi_on("shm")
+                .with("mtl_rofi_verbose", "1")
+                .with("mtl_rofi_host_matching", host_matching)),
+            2,
+            mca_harness::program("p2p_status"),
+        )
+        .timeout(Duration::from_secs(60))
+        .run();
+        out.assert_passed();
+        assert!(
+            out.stderr.contains(
+                "using shm [shm], tag layout ofi_tag_full, an overflow sink behind every receive"
+            ) && out
                 .stderr
                 .contains("mtl:rofi: matching probe of shm [shm] on libfabric 2.1 (")
-            && out.stderr.contains("2 of 7 checks failed")
-            && out
-                .stderr
-                .contains("FAIL truncation_posted: got an FI_ETRUNC error entry")
-            && out.stderr.contains("FAIL truncation_unexpected: ")
-            && !out.stderr.contains("FAIL peek"),
-        "{}",
-        out.report()
-    );
-    let never = Job::new(
-        &lf.on(rofi_on("shm").with("mtl_rofi_host_matching", "never")),
-        2,
-        mca_harness::program("p2p_status"),
-    )
-    .timeout(Duration::from_secs(60))
-    .run();
-    never.assert_refused_with(&[
-        "shm [shm]: rejected: rofi's matching probe found its tagged matching wrong: \
-         truncation_posted, truncation_unexpected (truncated receives lose",
-    ]);
+                && out
+                    .stderr
+                    .contains("2 of 9 checks failed, the overflow checks passed")
+                && out
+                    .stderr
+                    .contains("FAIL truncation_posted: got an FI_ETRUNC error entry")
+                && out.stderr.contains("FAIL truncation_unexpected: ")
+                && !out.stderr.contains("FAIL peek")
+                && !out.stderr.contains("FAIL overflow"),
+            "{}",
+            out.report()
+        );
+    }
 }
 
 // sockets (still in 2.1): the point-to-point programs and collectives at 2 ranks.

@@ -118,7 +118,7 @@ pub fn measure(opts: &Options) -> Result<ExitCode, String> {
     let per_round = opts.configs.len()
         * (1 + usize::from(opts.imb.is_some()) + usize::from(opts.collectives))
         + usize::from(opts.limits)
-        + fipp.as_ref().map_or(0, |p| p.providers.len());
+        + fipp.as_ref().map_or(0, |p| p.limits.len());
     let (np_pairs, np_configs) = netpipe_pairs(&opts.configs, &names);
     let np_binary = match (opts.netpipe, netpipe::find()) {
         (false, _) => None,
@@ -160,9 +160,9 @@ pub fn measure(opts: &Options) -> Result<ExitCode, String> {
             }
         }
         if let Some(plan) = &fipp {
-            for provider in &plan.providers {
-                progress.step(&format!("round {round}/{}: {}", opts.rounds, provider.test));
-                match run::fi_pingpong(plan, provider, round, opts.timeout, &opts.out) {
+            for limit in &plan.limits {
+                progress.step(&format!("round {round}/{}: {}", opts.rounds, limit.test));
+                match run::fi_pingpong(plan, limit, round, opts.timeout, &opts.out) {
                     Ok(mut s) => samples.append(&mut s),
                     Err(e) => failures.push(e),
                 }

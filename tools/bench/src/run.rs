@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mca_harness::{Job, McaConfig, program};
 
-use crate::fi_pingpong::{self, Plan, Provider};
+use crate::fi_pingpong::{self, Limit, Plan};
 use crate::imb;
 use crate::netpipe;
 use crate::report::LIMITS;
@@ -230,29 +230,32 @@ fn drain(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
 }
 
 /// fi_pingpong with `args`, pinned to `cpu` when the plan pins.
-fn start(plan: &Plan, provider: &Provider, args: &[String], cpu: u32) -> Result<Running, String> {
+fn start(plan: &Plan, limit: &Limit, args: &[String], cpu: u32) -> Result<Running, String> {
     let mut command = if plan.pin {
         let mut c = Command::new("taskset");
-        c.args(["-c", &cpu.to_string()]).arg(&plan.binary);
+        c.args(["-c", &cpu.to_string()]).arg(&limit.binary);
         c
     } else {
-        Command::new(&plan.binary)
+        Command::new(&limit.binary)
     };
+    let env: Vec<(&str, &str)> = limit
+        .provider
+        .env
+        .iter()
+        .copied()
+        .chain(limit.lib.as_deref().map(|l| ("LD_LIBRARY_PATH", l)))
+        .collect();
     command
         .args(args)
-        .envs(provider.env.iter().copied())
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let env: Vec<String> = provider
-        .env
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    let shown = format!("{} {}", plan.binary.display(), args.join(" "));
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let shown = format!("{} {}", limit.binary.display(), args.join(" "));
     let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", plan.binary.display()))?;
+        .map_err(|e| format!("cannot start {}: {e}", limit.binary.display()))?;
     Ok(Running {
         command: format!(
             "{}{shown}",
@@ -332,7 +335,7 @@ fn free_port() -> Result<u16, String> {
 /// until it connects; a taken port gets a fresh one. The client's stdout.
 fn fi_pingpong_pair(
     plan: &Plan,
-    provider: &Provider,
+    limit: &Limit,
     size: u64,
     iterations: u64,
     timeout: Duration,
@@ -341,16 +344,16 @@ fn fi_pingpong_pair(
     for _ in 0..PORT_TRIES {
         let port = free_port()?;
         let deadline = Instant::now() + timeout;
-        let server_args = provider.arguments(size, iterations, port, true);
-        let mut server = start(plan, provider, &server_args, 0)?;
-        let client_args = provider.arguments(size, iterations, port, false);
+        let server_args = limit.provider.arguments(size, iterations, port, true);
+        let mut server = start(plan, limit, &server_args, 0)?;
+        let client_args = limit.provider.arguments(size, iterations, port, false);
         let mut client = None;
         for _ in 0..CONNECT_TRIES {
             std::thread::sleep(Duration::from_millis(20));
             if !matches!(server.child.try_wait(), Ok(None)) {
                 break;
             }
-            let ended = end(start(plan, provider, &client_args, 1)?, deadline, log);
+            let ended = end(start(plan, limit, &client_args, 1)?, deadline, log);
             if ended.succeeded() {
                 client = Some(ended.stdout);
                 break;
@@ -390,13 +393,13 @@ fn fi_pingpong_pair(
 /// The elapsed microseconds of one fi_pingpong pair of `iterations` round trips.
 fn fi_pingpong_elapsed(
     plan: &Plan,
-    provider: &Provider,
+    limit: &Limit,
     size: u64,
     iterations: u64,
     timeout: Duration,
     log: &mut String,
 ) -> Result<f64, String> {
-    let stdout = fi_pingpong_pair(plan, provider, size, iterations, timeout, log)?;
+    let stdout = fi_pingpong_pair(plan, limit, size, iterations, timeout, log)?;
     let row = fi_pingpong::parse(&stdout)?;
     if row.label != fi_pingpong::size_label(size) {
         return Err(format!("a row for {} bytes, not {size}", row.label));
@@ -408,27 +411,27 @@ fn fi_pingpong_elapsed(
         .ok_or_else(|| "no elapsed time in its row".to_owned())
 }
 
-/// fi_pingpong on `provider` at every size of the plan: limit samples, half round
+/// fi_pingpong of `limit` at every size of the plan: limit samples, half round
 /// trips without the connection set-up (the probes' median taken off the timed run;
 /// see fi_pingpong.rs). Every run's output is kept in
 /// `runs/limits.<test>.<round>.out`; the first failure ends the provider's round (the
 /// other sizes would fail alike, each perhaps after a timeout).
 pub fn fi_pingpong(
     plan: &Plan,
-    provider: &Provider,
+    limit: &Limit,
     round: u32,
     timeout: Duration,
     out: &Path,
 ) -> Result<Vec<Sample>, String> {
-    let label = format!("{LIMITS}.{}.{round}", provider.test);
+    let label = format!("{LIMITS}.{}.{round}", limit.test);
     let timeout = timeout.min(PAIR_TIMEOUT);
     let mut log = String::new();
     let mut samples = Vec::new();
     let mut failure = None;
     for &size in &plan.sizes {
-        let n = provider.iterations(size, plan.target_ms);
+        let n = limit.provider.iterations(size, plan.target_ms);
         let mut elapsed =
-            |iterations| fi_pingpong_elapsed(plan, provider, size, iterations, timeout, &mut log);
+            |iterations| fi_pingpong_elapsed(plan, limit, size, iterations, timeout, &mut log);
         let value = (0..fi_pingpong::PROBES)
             .map(|_| elapsed(1))
             .collect::<Result<Vec<f64>, String>>()
@@ -438,7 +441,7 @@ pub fn fi_pingpong(
             Ok(value) => samples.push(Sample {
                 config: LIMITS.to_owned(),
                 round,
-                test: provider.test.to_owned(),
+                test: limit.test.clone(),
                 size,
                 unit: "us".to_owned(),
                 value,

@@ -55,6 +55,9 @@ pub struct Engine {
     /// truncates itself. Also, a receive posted with no buffer at all hangs rendezvous
     /// truncation there: every provider gets at least one byte.
     pub bounce: BouncePool,
+    /// Posted behind every receive buffer where the provider matches right but
+    /// truncates wrong (`raw::sink`): the provider never truncates, rofi does.
+    pub sink: Option<crate::raw::sink::Sink>,
     /// Small nonblocking sends inject too (`mtl_rofi_isend_inject`).
     pub isend_inject: bool,
     /// Persistent buffered sends are packed into rofi's own copy on every start and
@@ -101,6 +104,7 @@ pub struct Setup {
     pub stream: Stream,
     pub event_cnt: usize,
     pub min_landing: usize,
+    pub sink: Option<crate::raw::sink::Sink>,
     pub isend_inject: bool,
     pub bsend_copy: bool,
     pub host: Option<crate::host_state::Host>,
@@ -141,6 +145,7 @@ impl Engine {
             claimed: Mutex::new(HashMap::new()),
             peers: AtomicUsize::new(0),
             bounce: BouncePool::new(s.min_landing.max(1)),
+            sink: s.sink,
             isend_inject: s.isend_inject,
             bsend_copy: s.bsend_copy,
             host: s.host,

@@ -299,8 +299,21 @@ fn probe_here(list: &InfoList, index: usize, info: &ProviderInfo, cfg: ProbeConf
                     names.join(", ")
                 )
             };
+            let matching = Matching::of_results(&results);
             let found = match &v {
                 Ok(()) => format!("all {} checks passed", results.len()),
+                Err(failed) if matching == Matching::CorrectWithSink => format!(
+                    "{} of {} checks failed, the overflow checks passed: rofi uses its \
+                     tagged matching with an overflow sink behind every receive and \
+                     truncates itself:\n{}",
+                    failed.len(),
+                    results.len(),
+                    failed
+                        .iter()
+                        .map(|f| format!("    FAIL {f}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
                 Err(failed) => format!(
                     "{} of {} checks failed{not_run}, rofi will not use its tagged \
                      matching:\n{}",
@@ -313,7 +326,7 @@ fn probe_here(list: &InfoList, index: usize, info: &ProviderInfo, cfg: ProbeConf
                         .join("\n")
                 ),
             };
-            (Matching::of_verdict(&v), found)
+            (matching, found)
         }
         raw::probe::Report::NoLoopback(why) => (
             Matching::Unverified(Unverified::NoLoopback),
@@ -489,6 +502,22 @@ impl MtlComponent for Rofi {
         } else {
             None
         };
+        let sink = if chosen.overflow_sink {
+            match raw::sink::Sink::get() {
+                Ok(sink) => Some(sink),
+                Err(why) => {
+                    mca::help::show_help(
+                        "help-mtl-rofi.txt",
+                        "init failed",
+                        true,
+                        &[&info.name, &why],
+                    );
+                    return Err(Error::NOT_AVAILABLE);
+                }
+            }
+        } else {
+            None
+        };
         let limits = SendLimits {
             // 0 where injected sends would wait for our next progress call (sockets).
             inject_size: info.usable_inject_size() as u64,
@@ -507,6 +536,7 @@ impl MtlComponent for Rofi {
             } else {
                 0
             },
+            sink,
             isend_inject: p.isend_inject.enabled(),
             bsend_copy: p.bsend_copy.enabled(),
             host,
@@ -530,6 +560,11 @@ impl MtlComponent for Rofi {
                     } else {
                         format!(", mtl_rofi_tag_mode {} unused", p.tag_mode().name())
                     }
+                ),
+                None if engine.sink.is_some() => format!(
+                    "tag layout {}, an overflow sink behind every receive (the provider's \
+                     truncation is wrong: rofi truncates)",
+                    layout.kind()
                 ),
                 None => format!("tag layout {}", layout.kind()),
             },

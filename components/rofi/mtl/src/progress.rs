@@ -253,6 +253,12 @@ impl Engine {
                         ..
                     } => RecvEvent::from_error(op_error(err), bits, data, len),
                 };
+                if let (Some(sink), RecvEvent::Completed { len, .. }) = (self.sink, &event)
+                    && len > posted_len
+                {
+                    // The message ran into the sink: give its pages back.
+                    sink.discard(len - *posted_len);
+                }
                 let done = complete_receive(&self.layout, *path, *posted_len, event);
                 let status = recv_status(&done.status);
                 if let Some(b) = buffer.take() {

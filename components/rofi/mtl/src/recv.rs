@@ -73,7 +73,8 @@ impl Engine {
             )
         });
         bump(Counter::Recvs);
-        let rc = self.retry(|| post::recv(&self.fabric, c, ptr, capacity, &m, ctx, 0));
+        let sink = self.sink.map(|s| s.iov());
+        let rc = self.retry(|| post::recv(&self.fabric, c, (ptr, capacity), sink, &m, ctx, 0));
         if rc < 0 {
             verbose!(
                 self.stream,
@@ -98,7 +99,17 @@ impl Engine {
     ) -> Result<Event> {
         bump(Counter::Probes);
         let f = &self.fabric;
-        let rc = self.retry(|| post::recv(f, c, std::ptr::null_mut(), 0, m, ctx.as_ptr(), flags));
+        let rc = self.retry(|| {
+            post::recv(
+                f,
+                c,
+                (std::ptr::null_mut(), 0),
+                None,
+                m,
+                ctx.as_ptr(),
+                flags,
+            )
+        });
         if rc < 0 {
             return Err(Error::ERROR);
         }
@@ -233,7 +244,18 @@ impl Engine {
         };
         bump(Counter::Recvs);
         let f = &self.fabric;
-        let rc = self.retry(|| post::recv(f, c, ptr, capacity, &m, ctx_ptr, fabric_sys::FI_CLAIM));
+        let sink = self.sink.map(|s| s.iov());
+        let rc = self.retry(|| {
+            post::recv(
+                f,
+                c,
+                (ptr, capacity),
+                sink,
+                &m,
+                ctx_ptr,
+                fabric_sys::FI_CLAIM,
+            )
+        });
         if rc < 0 {
             slot::complete(raw, post_failed_status());
         }

@@ -100,6 +100,9 @@ fn summary(matching: Matching) -> String {
     match matching {
         Matching::Unprobed => "not probed".into(),
         Matching::Correct => "every check passed".into(),
+        Matching::CorrectWithSink => {
+            "matching right, truncation wrong but kept away by an overflow sink".into()
+        }
         Matching::Failed(set) => format!("failed: {set}"),
         Matching::Unverified(why) => why.to_string(),
     }

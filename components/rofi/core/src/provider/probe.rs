@@ -40,11 +40,27 @@ pub enum Check {
     TruncationPosted,
     /// The same for a receive posted after the message arrived.
     TruncationUnexpected,
+    /// Run only where a truncation check failed: a message longer than a posted
+    /// receive whose buffer is followed by an overflow sink arrives whole (its full
+    /// length, tag and remote CQ data, the first bytes in the buffer), so the provider
+    /// never truncates and rofi truncates itself with everything MPI_Status needs.
+    OverflowPosted,
+    /// The same for a receive posted after the message arrived.
+    OverflowUnexpected,
+}
+
+/// What a check is about: the provider's matching, its truncation, or whether an
+/// overflow sink keeps truncation away from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Matching,
+    Truncation,
+    Overflow,
 }
 
 impl Check {
     /// Every check, in the order they are run.
-    pub const ALL: [Check; 7] = [
+    pub const ALL: [Check; 9] = [
         Check::IgnoreAfterExact,
         Check::ExactAfterAny,
         Check::Peek,
@@ -52,6 +68,8 @@ impl Check {
         Check::RemoteCqData,
         Check::TruncationPosted,
         Check::TruncationUnexpected,
+        Check::OverflowPosted,
+        Check::OverflowUnexpected,
     ];
 
     /// The name shm_matching.c prints for it.
@@ -65,6 +83,8 @@ impl Check {
             Check::RemoteCqData => "remote_cq_data",
             Check::TruncationPosted => "truncation_posted",
             Check::TruncationUnexpected => "truncation_unexpected",
+            Check::OverflowPosted => "overflow_posted",
+            Check::OverflowUnexpected => "overflow_unexpected",
         }
     }
 
@@ -82,28 +102,53 @@ impl Check {
             Check::TruncationPosted | Check::TruncationUnexpected => {
                 "truncated receives lose their tag or CQ data, or break the endpoint (MPI_SOURCE, MPI_TAG)"
             }
+            Check::OverflowPosted | Check::OverflowUnexpected => {
+                "an overflow sink behind the receive buffer does not keep the provider from \
+                 truncating, so rofi cannot truncate in its place"
+            }
         }
     }
 
-    /// Whether the check runs after a matching check (one for which this is true)
-    /// failed. The truncation checks do not: the verdict is "wrong" either way, and a
-    /// provider already found wrong in matching is not driven down its truncation path,
-    /// where 2.1's lnx crashes inside libfabric (`smr_unexp_start`, truncating a large
-    /// unexpected message; a crash cannot be reported as a failed check).
     #[must_use]
-    pub const fn runs_after_a_failure(self) -> bool {
-        !matches!(self, Check::TruncationPosted | Check::TruncationUnexpected)
+    pub const fn kind(self) -> Kind {
+        match self {
+            Check::TruncationPosted | Check::TruncationUnexpected => Kind::Truncation,
+            Check::OverflowPosted | Check::OverflowUnexpected => Kind::Overflow,
+            _ => Kind::Matching,
+        }
     }
 
-    const fn bit(self) -> u8 {
-        1 << self as u8
+    /// Whether the check runs, given the results of the checks run before it. The
+    /// matching checks always run. The truncation checks run only if every matching
+    /// check passed: the verdict is "wrong" either way, and a provider already found
+    /// wrong in matching is not driven down its truncation path, where 2.1's lnx
+    /// crashes inside libfabric (`smr_unexp_start`, truncating a large unexpected
+    /// message; a crash cannot be reported as a failed check). The overflow checks run
+    /// only if, on top of that, a truncation check failed: they decide whether rofi
+    /// can keep the provider's matching and truncate itself.
+    #[must_use]
+    pub fn runs_given(self, before: &[(Check, Option<Result<(), String>>)]) -> bool {
+        let failed = |kind: Kind| {
+            before
+                .iter()
+                .any(|(c, r)| c.kind() == kind && !matches!(r, Some(Ok(()))))
+        };
+        match self.kind() {
+            Kind::Matching => true,
+            Kind::Truncation => !failed(Kind::Matching),
+            Kind::Overflow => !failed(Kind::Matching) && failed(Kind::Truncation),
+        }
+    }
+
+    const fn bit(self) -> u16 {
+        1 << self as u16
     }
 }
 
 /// A set of checks (the failed ones), small and `Copy` so that selection results can
 /// carry it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CheckSet(u8);
+pub struct CheckSet(u16);
 
 impl CheckSet {
     #[must_use]
@@ -128,8 +173,8 @@ impl CheckSet {
 }
 
 impl fmt::Display for CheckSet {
-    /// `peek (FI_PEEK takes ...), truncation_posted (...)`; the two truncation checks
-    /// share their consequence, said once.
+    /// `peek (FI_PEEK takes ...), truncation_posted (...)`; the two truncation (and the
+    /// two overflow) checks share their consequence, said once.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let checks: Vec<Check> = self.iter().collect();
         for (i, c) in checks.iter().enumerate() {
@@ -174,6 +219,10 @@ pub enum Matching {
     Unprobed,
     /// Every check passed: native matching is correct.
     Correct,
+    /// Matching is correct but truncation is not, and a receive with an overflow sink
+    /// behind its buffer is never truncated: native matching, every receive posted with
+    /// the sink, rofi truncating itself.
+    CorrectWithSink,
     /// These checks failed.
     Failed(CheckSet),
     /// The probe could not run.
@@ -181,14 +230,28 @@ pub enum Matching {
 }
 
 impl Matching {
-    /// From a [`verdict`].
+    /// From the results of the checks that ran.
     #[must_use]
-    pub fn of_verdict(v: &Result<(), Vec<Failure>>) -> Matching {
-        match v {
-            Ok(()) => Matching::Correct,
-            Err(failed) => Matching::Failed(CheckSet::of(
-                &failed.iter().map(|f| f.check).collect::<Vec<_>>(),
-            )),
+    pub fn of_results(results: &[(Check, Option<Result<(), String>>)]) -> Matching {
+        let failed: Vec<Check> = results
+            .iter()
+            .filter(|(_, r)| !matches!(r, Some(Ok(()))))
+            .map(|(c, _)| *c)
+            .collect();
+        let passed = |c: Check| {
+            results
+                .iter()
+                .any(|(r, res)| *r == c && res == &Some(Ok(())))
+        };
+        if failed.is_empty() {
+            Matching::Correct
+        } else if failed.iter().all(|c| c.kind() == Kind::Truncation)
+            && passed(Check::OverflowPosted)
+            && passed(Check::OverflowUnexpected)
+        {
+            Matching::CorrectWithSink
+        } else {
+            Matching::Failed(CheckSet::of(&failed))
         }
     }
 }
@@ -198,6 +261,8 @@ impl Matching {
 pub struct RecvFlags {
     pub peek: bool,
     pub claim: bool,
+    /// Posted with the overflow sink behind the buffer.
+    pub sink: bool,
 }
 
 /// One thing for the glue to do. Endpoint A sends, endpoint B receives; a check after a
@@ -384,6 +449,7 @@ pub fn script(check: Check, cfg: ProbeConfig) -> Vec<Step> {
             let peek = RecvFlags {
                 peek: true,
                 claim: false,
+                sink: false,
             };
             s.extend([send(0x77, 77), Step::Settle]);
             s.push(Step::Recv {
@@ -419,6 +485,7 @@ pub fn script(check: Check, cfg: ProbeConfig) -> Vec<Step> {
                 flags: RecvFlags {
                     peek: true,
                     claim: true,
+                    sink: false,
                 },
             });
             s.push(Step::Expect(Expect::Peeked {
@@ -437,6 +504,7 @@ pub fn script(check: Check, cfg: ProbeConfig) -> Vec<Step> {
                 flags: RecvFlags {
                     peek: false,
                     claim: true,
+                    sink: false,
                 },
             });
             s.push(got(2, 0x55, 55));
@@ -463,6 +531,38 @@ pub fn script(check: Check, cfg: ProbeConfig) -> Vec<Step> {
                 len: Some(4),
                 data: Some(0xdead_beef),
             }));
+        }
+        Check::OverflowPosted | Check::OverflowUnexpected => {
+            let room = cfg.trunc_room.max(4);
+            let big = Step::Send {
+                tag: 0x46,
+                payload: 46,
+                len: room + 60,
+                data: data(0xf00d),
+            };
+            let posted = Step::Recv {
+                slot: 0,
+                tag: 0x46,
+                ignore: 0,
+                len: room,
+                flags: RecvFlags {
+                    sink: true,
+                    ..RecvFlags::default()
+                },
+            };
+            if check == Check::OverflowPosted {
+                s.extend([posted, big]);
+            } else {
+                s.extend([big, Step::Settle, posted]);
+            }
+            s.push(Step::Expect(Expect::Received {
+                slot: 0,
+                tag: 0x46,
+                payload: Some(46),
+                len: Some(room + 60),
+                data: data(0xf00d),
+            }));
+            s.extend([send(0x47, 47), recv(1, 0x47, 0, 4), got(1, 0x47, 47)]);
         }
         Check::TruncationPosted | Check::TruncationUnexpected => {
             let room = cfg.trunc_room.max(4);

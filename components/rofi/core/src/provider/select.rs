@@ -83,7 +83,7 @@ impl Matching {
     #[must_use]
     pub fn defect(self) -> Option<Defect> {
         match self {
-            Matching::Unprobed | Matching::Correct => None,
+            Matching::Unprobed | Matching::Correct | Matching::CorrectWithSink => None,
             Matching::Failed(set) => Some(Defect::Probed(set)),
             Matching::Unverified(why) => Some(Defect::Unverified(why)),
         }
@@ -260,6 +260,9 @@ pub struct Chosen {
     pub host_matching: bool,
     /// The provider's defect, if it has one (the reason for host matching).
     pub defect: Option<Defect>,
+    /// The provider's own matching, with every receive posted with an overflow sink
+    /// behind its buffer (its truncation is wrong: [`Matching::CorrectWithSink`]).
+    pub overflow_sink: bool,
 }
 
 /// Result of [`select`]: the choice (if any) and a verdict per candidate, in the order
@@ -368,6 +371,7 @@ fn check(
         sep,
         host_matching,
         defect,
+        overflow_sink: !host_matching && info.matching == Matching::CorrectWithSink,
     })
 }
 

@@ -109,6 +109,7 @@ pub fn encode(key: &FindingKey, matching: Matching) -> String {
     let finding = match matching {
         Matching::Unprobed => "unprobed".to_owned(),
         Matching::Correct => "correct".to_owned(),
+        Matching::CorrectWithSink => "correct_with_sink".to_owned(),
         Matching::Failed(set) => {
             let mut s = String::from("failed");
             for check in set.iter() {
@@ -140,6 +141,7 @@ pub fn decode(record: &str, key: &FindingKey) -> Option<Matching> {
     let matching = match words.next()? {
         "unprobed" => Matching::Unprobed,
         "correct" => Matching::Correct,
+        "correct_with_sink" => Matching::CorrectWithSink,
         "unverified" => match words.next()? {
             "no_loopback" => Matching::Unverified(Unverified::NoLoopback),
             _ => return None,
@@ -181,6 +183,7 @@ mod tests {
         let findings = [
             Matching::Unprobed,
             Matching::Correct,
+            Matching::CorrectWithSink,
             Matching::Unverified(Unverified::NoLoopback),
             Matching::Failed(CheckSet::of(&[Check::Peek])),
             Matching::Failed(CheckSet::of(&[

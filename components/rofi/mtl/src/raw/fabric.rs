@@ -518,17 +518,53 @@ impl Fabric {
         ctx: *mut OpContext,
         flags: u64,
     ) -> isize {
-        let iov = fi::iovec {
-            iov_base: buf.cast(),
-            iov_len: len,
-        };
+        // SAFETY: caller contract.
+        unsafe { self.trecv_sink(c, (buf, len), None, src, (bits, ignore), ctx, flags) }
+    }
+
+    /// [`Self::trecv`] with `sink` (a buffer nothing reads: `raw::sink`) posted behind
+    /// `buf` as a second iov entry, so that a longer message is not truncated.
+    ///
+    /// # Safety
+    /// As [`Self::trecv`]; the sink lives as long as the process.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn trecv_sink(
+        &self,
+        c: u32,
+        (buf, len): (*mut u8, usize),
+        sink: Option<(*mut u8, usize)>,
+        src: u64,
+        (bits, ignore): (u64, u64),
+        ctx: *mut OpContext,
+        flags: u64,
+    ) -> isize {
+        let mut iov = [fi::iovec {
+            iov_base: ptr::null_mut(),
+            iov_len: 0,
+        }; 2];
+        let mut count = 0;
+        for (p, n) in [(buf, len)].into_iter().chain(sink) {
+            // A zero-length buffer is left out (a receive of 0 bytes with a sink has
+            // the sink alone); without a sink a null buffer posts no iov (probes).
+            if !p.is_null() && (n > 0 || sink.is_none()) {
+                iov[count] = fi::iovec {
+                    iov_base: p.cast(),
+                    iov_len: n,
+                };
+                count += 1;
+            }
+        }
         // One descriptor per iov entry, none registered: lnx (2.1) reads `desc[0]` even
         // for providers that need no registration, so `desc` itself is never null.
-        let mut no_desc: *mut std::ffi::c_void = ptr::null_mut();
+        let mut no_desc: [*mut std::ffi::c_void; 2] = [ptr::null_mut(); 2];
         let msg = fi::fi_msg_tagged {
-            msg_iov: if buf.is_null() { ptr::null() } else { &iov },
-            desc: &mut no_desc,
-            iov_count: usize::from(!buf.is_null()),
+            msg_iov: if count == 0 {
+                ptr::null()
+            } else {
+                iov.as_ptr()
+            },
+            desc: no_desc.as_mut_ptr(),
+            iov_count: count,
             addr: src,
             tag: bits,
             ignore,

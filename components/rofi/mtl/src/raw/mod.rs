@@ -14,6 +14,7 @@ pub mod post;
 pub mod probe;
 pub mod procs;
 pub mod pvar;
+pub mod sink;
 pub mod slot;
 
 /// A value moved between threads exactly as the C pointer it wraps would be.

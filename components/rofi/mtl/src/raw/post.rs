@@ -19,17 +19,20 @@ pub struct Matching {
     pub src: u64,
 }
 
+/// A tagged receive into `buf` (address, length), with the overflow sink behind it
+/// when given (`super::sink`: it lives for the process).
 pub fn recv(
     f: &Fabric,
     c: u32,
-    buf: *mut u8,
-    len: usize,
+    buf: (*mut u8, usize),
+    sink: Option<(*mut u8, usize)>,
     m: &Matching,
     ctx: *mut OpContext,
     flags: u64,
 ) -> isize {
-    // SAFETY: module contract (buffer and context outlive the operation).
-    unsafe { f.trecv(c, buf, len, m.src, m.bits, m.ignore, ctx, flags) }
+    // SAFETY: module contract (buffer and context outlive the operation); the sink
+    // outlives everything.
+    unsafe { f.trecv_sink(c, buf, sink, m.src, (m.bits, m.ignore), ctx, flags) }
 }
 
 pub fn ack_recv(f: &Fabric, c: u32, addr: u64, bits: u64, ctx: *mut OpContext) -> isize {

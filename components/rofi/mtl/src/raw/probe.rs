@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use fabric_sys as fi;
 use rofi_core::provider::ProviderInfo;
 use rofi_core::provider::probe::{
-    Check, CheckRun, Completion, ErrKind, Observed, ProbeConfig, Step,
+    Check, CheckRun, Completion, ErrKind, Kind, Observed, ProbeConfig, Step,
 };
 
 use super::context::{OpContext, Target};
@@ -46,7 +46,8 @@ const SLOTS: usize = 3;
 #[derive(Debug)]
 pub enum Report {
     /// The result of every check that ran, and the checks not run after a failed
-    /// matching check ([`Check::runs_after_a_failure`]).
+    /// matching check ([`Check::runs_given`]; the overflow checks, which run only after
+    /// a failed truncation check, are not counted as skipped).
     Ran {
         results: Vec<(Check, Option<Result<(), String>>)>,
         skipped: Vec<Check>,
@@ -272,6 +273,14 @@ impl Pair {
                 };
                 let buf = if len == 0 { std::ptr::null_mut() } else { buf };
                 let len = len.min(room);
+                let sink = if flags.sink {
+                    match super::sink::Sink::get() {
+                        Ok(s) => Some(s.iov()),
+                        Err(why) => return Observed::PostFailed(why),
+                    }
+                } else {
+                    None
+                };
                 let mut f = 0;
                 if flags.peek {
                     f |= fi::FI_PEEK;
@@ -283,7 +292,11 @@ impl Pair {
                     // SAFETY: module invariant: the slot's buffer (at least `len`
                     // bytes) and context are the arena's and outlive the endpoint; the
                     // script posts a slot again only after its completion.
-                    unsafe { self.b.trecv(0, buf, len, ADDR_ANY, tag, ignore, ctx, f) }
+                    // The sink lives for the process (raw::sink).
+                    unsafe {
+                        self.b
+                            .trecv_sink(0, (buf, len), sink, ADDR_ANY, (tag, ignore), ctx, f)
+                    }
                 })
             }
             Step::Settle => self.wait(arena, SETTLE),
@@ -330,11 +343,10 @@ pub fn run(list: &InfoList, index: usize, info: &ProviderInfo, cfg: ProbeConfig)
         remove_shm_regions(info, &names);
     };
     for check in Check::ALL {
-        let failed = results
-            .iter()
-            .any(|(c, r)| c.runs_after_a_failure() && !matches!(r, Some(Ok(()))));
-        if failed && !check.runs_after_a_failure() {
-            skipped.push(check);
+        if !check.runs_given(&results) {
+            if check.kind() == Kind::Truncation {
+                skipped.push(check);
+            }
             continue;
         }
         let mut o = match open.take() {
