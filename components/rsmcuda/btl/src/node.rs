@@ -567,8 +567,12 @@ impl Node {
         btl: &Btl<M>,
         mut deliver: impl FnMut(u32, u8, &[u8]),
     ) -> usize {
-        self.check_attach();
-        let mut handled = self.drain_pending();
+        let mut handled = 0;
+        // One load for both: no attach to watch and nothing queued for a full FIFO.
+        if self.peers_waiting.load(Ordering::Acquire) != 0 {
+            self.check_attach();
+            handled = self.drain_pending();
+        }
         // Asked once: a pass that found only fast-box messages (a ping-pong's) skips the
         // FIFO's pop, and a stale "nothing" is seen again by the next pass.
         let fifo_ready = self.fifo_probe.watched_ready();
@@ -592,8 +596,12 @@ impl Node {
             fifo: reader,
             boxes,
         } = &mut *guard;
-        for (b, (_, hint)) in boxes.iter_mut().zip(&self.box_hints) {
-            if hint.load(Ordering::Relaxed) == DEAD_BOX {
+        // Hints and boxes are built together, one each, in the same order.
+        for (b, (probe, hint)) in boxes.iter_mut().zip(self.box_hints.iter()) {
+            let pos = hint.load(Ordering::Relaxed);
+            // Read only a box with a record at its position (a dead box's hint is never
+            // a position): most boxes of a busy pass with many peers hold nothing.
+            if pos == DEAD_BOX || !probe.ready(pos) {
                 continue;
             }
             // RECEIVES is counted once per box and pass, not per message.
