@@ -15,6 +15,8 @@
 
 mod send;
 
+use std::sync::atomic::Ordering;
+
 use mca::convertor::Convertor;
 use mca::mtl::{Comm, Status};
 use mca::{Error, Result, sys, verbose};
@@ -74,8 +76,13 @@ impl Engine {
     /// Re-posts buffers an earlier progress could not (FI_EAGAIN).
     pub fn host_repost(&self) {
         let h = self.host();
+        if !h.any_unposted.load(Ordering::Acquire) {
+            return;
+        }
         let mut unposted = h.unposted.lock().unwrap_or_else(|e| e.into_inner());
         unposted.retain(|&(rail, i)| h.bounces(rail).post(self.fabric_of(rail), i) < 0);
+        h.any_unposted
+            .store(!unposted.is_empty(), Ordering::Release);
     }
 
     /// One untagged receive buffer of `rail` completed: handle its message, post it
@@ -97,10 +104,9 @@ impl Engine {
             }
         }
         if bounces.post(self.fabric_of(rail), i) < 0 {
-            h.unposted
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((rail, i));
+            let mut unposted = h.unposted.lock().unwrap_or_else(|e| e.into_inner());
+            unposted.push((rail, i));
+            h.any_unposted.store(true, Ordering::Release);
         }
     }
 

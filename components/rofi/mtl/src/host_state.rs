@@ -4,8 +4,8 @@
 //! that the engine does not depend on the code that drives it.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU8;
 use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use mca::convertor::SendBuffer;
@@ -140,6 +140,9 @@ pub struct Host {
     pub bounces: Vec<(Rail, Bounces)>,
     /// Buffers whose re-post met FI_EAGAIN, posted again at the next progress.
     pub unposted: Mutex<Vec<(Rail, u32)>>,
+    /// `unposted` is not empty (set under its lock): every progress pass asks, and
+    /// almost always the answer is no, without a lock round trip.
+    pub any_unposted: AtomicBool,
     state: Mutex<State>,
     pub next_id: AtomicU64,
     /// Payload bytes an eager message carries at most (the rest of a receive buffer).
@@ -163,6 +166,7 @@ impl Host {
                 .map(|&r| (r, Bounces::new(r, BOUNCE_COUNT, buffer)))
                 .collect(),
             unposted: Mutex::new(Vec::new()),
+            any_unposted: AtomicBool::new(false),
             state: Mutex::new(State::default()),
             next_id: AtomicU64::new(1),
             eager_max: buffer - HEADER_LEN,

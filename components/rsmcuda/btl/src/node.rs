@@ -623,6 +623,21 @@ impl Node {
         if !fifo_ready {
             return handled;
         }
+        handled + self.progress_fifo(btl, reader, &mut deliver)
+    }
+
+    /// Up to `poll_batch` FIFO values: messages in fragments (delivered, then returned
+    /// to their owner) and fragments of ours coming back. Out of line: a ping-pong's
+    /// passes find fast-box messages only, and without this part inlined their frame
+    /// is smaller.
+    #[inline(never)]
+    fn progress_fifo<M: mca::btl::BtlModule>(
+        &self,
+        btl: &Btl<M>,
+        reader: &mut FifoReader,
+        deliver: &mut impl FnMut(u32, u8, &[u8]),
+    ) -> usize {
+        let mut handled = 0;
         for _ in 0..self.poll_batch {
             let Some(received) = reader.pop() else {
                 break;
