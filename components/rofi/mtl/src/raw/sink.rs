@@ -10,7 +10,10 @@
 //! and swap (no message from a process on this node can be longer), mapped with
 //! MAP_NORESERVE: it costs address space, not memory, until an overflow writes it, and
 //! [`Sink::discard`] gives those pages back. Receives share it: what lands there is never
-//! read, so concurrent overflows may overwrite each other.
+//! read, so concurrent overflows may overwrite each other. It is left out of core dumps
+//! and forked children. Under strict overcommit, where MAP_NORESERVE does not apply, no
+//! sink is made: the matching probe's overflow checks then fail and rofi matches
+//! messages itself, as with any provider whose truncation it cannot repair.
 //!
 //! INVARIANT: the mapping is created once and never unmapped (a receive posted at exit
 //! may still point into it), so its address stays valid for the process.
@@ -83,7 +86,22 @@ fn node_memory() -> usize {
         .max(MIN_LEN)
 }
 
+/// Under strict overcommit (`vm.overcommit_memory` 2) MAP_NORESERVE is ignored: a sink
+/// as large as the node's memory would be charged against the commit limit in every
+/// process, and the job's own allocations could then fail. None is made there.
+fn refusal(overcommit_memory: &str) -> Option<String> {
+    (overcommit_memory.trim() == "2").then(|| {
+        "vm.overcommit_memory is 2 (strict): the overflow sink, as large as the node's \
+         memory, would be charged against the commit limit"
+            .to_owned()
+    })
+}
+
 fn map() -> Result<Sink, String> {
+    let setting = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    if let Some(why) = refusal(&setting) {
+        return Err(why);
+    }
     let page = page_size();
     let len = node_memory().div_ceil(page).saturating_mul(page);
     // SAFETY: a fresh private anonymous mapping at an address the kernel picks: no
@@ -103,6 +121,13 @@ fn map() -> Result<Sink, String> {
             "mapping {len} bytes of address space for the overflow sink failed: {}",
             std::io::Error::last_os_error()
         ));
+    }
+    // Neither a core dump nor a forked child needs what lands here. Advice only: a
+    // kernel that refuses it changes nothing else.
+    // SAFETY: the mapping just made, whole.
+    unsafe {
+        libc::madvise(p, len, libc::MADV_DONTDUMP);
+        libc::madvise(p, len, libc::MADV_DONTFORK);
     }
     Ok(Sink {
         base: p as usize,
@@ -127,5 +152,13 @@ mod tests {
         // The same mapping every time.
         assert_eq!(Sink::get().expect("sink").iov().0, base);
         sink.discard(u64::MAX);
+    }
+
+    #[test]
+    fn no_sink_under_strict_overcommit() {
+        assert!(refusal("2\n").is_some_and(|w| w.contains("vm.overcommit_memory is 2")));
+        assert_eq!(refusal("0\n"), None);
+        assert_eq!(refusal("1"), None);
+        assert_eq!(refusal(""), None);
     }
 }
