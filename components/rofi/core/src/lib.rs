@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod context;
+pub mod hash;
 pub mod host;
 pub mod provider;
 pub mod stats;

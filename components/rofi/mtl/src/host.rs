@@ -25,7 +25,7 @@ use rofi_core::host::wire::{self, Message};
 use rofi_core::host::{Envelope, Order, Pattern};
 
 use crate::engine::Engine;
-use crate::host_state::{Action, Control, Delivery, Host, State};
+use crate::host_state::{Action, Actions, Control, Delivery, Host, State};
 use crate::raw::context::Event;
 use crate::raw::procs::Rail;
 use crate::raw::slot::{self, Slot};
@@ -87,7 +87,7 @@ impl Engine {
 
     /// One untagged receive buffer of `rail` completed: handle its message, post it
     /// again.
-    pub fn host_arrival(&self, rail: Rail, i: u32, ev: Event, out: &mut Vec<Action>) {
+    pub fn host_arrival(&self, rail: Rail, i: u32, ev: Event, out: &mut impl Actions) {
         let h = self.host();
         let bounces = h.bounces(rail);
         match ev {
@@ -110,7 +110,7 @@ impl Engine {
         }
     }
 
-    fn host_message(&self, bytes: &[u8], out: &mut Vec<Action>) {
+    fn host_message(&self, bytes: &[u8], out: &mut impl Actions) {
         let h = self.host();
         let msg = match wire::decode(bytes) {
             Ok(m) => m,
@@ -164,14 +164,14 @@ impl Engine {
     }
 
     /// A message in its turn meets the posted receives (or waits for one).
-    fn host_match(&self, st: &mut State, env: Envelope, msg: Delivery<'_>, out: &mut Vec<Action>) {
+    fn host_match(&self, st: &mut State, env: Envelope, msg: Delivery<'_>, out: &mut impl Actions) {
         if let Some(raw) = st.matcher.arrive(env, || msg.keep()) {
             self.deliver(raw, env, msg, out);
         }
     }
 
     /// Receive `raw` (already out of the matcher) consumes a message.
-    fn deliver(&self, raw: usize, env: Envelope, msg: Delivery<'_>, out: &mut Vec<Action>) {
+    fn deliver(&self, raw: usize, env: Envelope, msg: Delivery<'_>, out: &mut impl Actions) {
         /// What the receive does next.
         enum Next {
             Complete(Status),
@@ -280,7 +280,7 @@ impl Engine {
     }
 
     /// Runs what arrivals and matches left for after the locks.
-    pub fn host_act(&self, actions: Vec<Action>) {
+    pub fn host_act(&self, actions: impl IntoIterator<Item = Action>) {
         for a in actions {
             match a {
                 Action::Control {

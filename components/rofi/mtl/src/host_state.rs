@@ -3,13 +3,13 @@
 //! arrivals leave for after the locks. Data only, below the engine that holds it, so
 //! that the engine does not depend on the code that drives it.
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use mca::convertor::SendBuffer;
 use mca::mtl::{Comm, Status};
+use rofi_core::hash::FastMap;
 use rofi_core::host::send::Legs;
 use rofi_core::host::wire::HEADER_LEN;
 use rofi_core::host::{Envelope, Matcher, Reorder, Sequencer};
@@ -95,9 +95,9 @@ pub struct State {
     /// Numbers of the messages we send, and the order of those we receive.
     pub sequencer: Sequencer<Channel>,
     pub reorder: Reorder<Channel, (Envelope, Arrived)>,
-    pub sends: HashMap<u64, PendingSend>,
+    pub sends: FastMap<u64, PendingSend>,
     /// Messages taken by MPI_Improbe, by `ompi_message_t` address.
-    pub claimed: HashMap<usize, (Envelope, Arrived)>,
+    pub claimed: FastMap<usize, (Envelope, Arrived)>,
 }
 
 /// A message that answers a send: it is matched by nothing, only looked up by `id`.
@@ -107,6 +107,19 @@ pub enum Control {
     Ack(u64),
     /// The data of send `id` was read (or could not be).
     Fin { id: u64, failed: bool },
+}
+
+/// Where host matching's handlers put the work they leave for after the locks: a
+/// `Vec<Action>`, or the progress loop's own list of deferred work (no list of their own
+/// per message).
+pub trait Actions {
+    fn push(&mut self, action: Action);
+}
+
+impl Actions for Vec<Action> {
+    fn push(&mut self, action: Action) {
+        Vec::push(self, action);
+    }
 }
 
 /// Work for after the locks.

@@ -12,6 +12,7 @@ use mca::verbose;
 use rofi_core::sync::{AckSend, OpError, RecvEvent, SendStep, SendTracker, complete_receive};
 
 use crate::engine::Engine;
+use crate::host_state::{Action, Actions};
 use crate::raw::Owned;
 use crate::raw::context::{Event, Leg, Target, deliver_local, target_of};
 use crate::raw::fabric::{ADDR_ANY, CqRead, Entry, Fabric};
@@ -27,6 +28,20 @@ enum Deferred {
     Host(crate::host_state::Action),
     /// A detached buffered send finished: free its copy (`raw::bsend::finish`).
     Detached(usize),
+}
+
+thread_local! {
+    /// The storage of a drain's deferred list, kept between drains (see `drain`).
+    static LATER: std::cell::Cell<Vec<Deferred>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Host matching's work, straight into the drain's deferred list.
+struct HostLater<'a>(&'a mut Vec<Deferred>);
+
+impl Actions for HostLater<'_> {
+    fn push(&mut self, action: Action) {
+        self.0.push(Deferred::Host(action));
+    }
 }
 
 /// libfabric error number → the core's classification.
@@ -76,7 +91,9 @@ impl Engine {
         let Ok(mut buf) = cq.try_lock() else {
             return 0;
         };
-        let mut later = Vec::new();
+        // This thread's list from its last drain, emptied, so that a drain that finds
+        // work allocates nothing; a drain nested in a callback below takes an empty one.
+        let mut later = LATER.take();
         let mut handled = 0;
         loop {
             match fabric.cq_read(c, &mut buf.0) {
@@ -131,14 +148,19 @@ impl Engine {
             }
         }
         drop(buf);
-        for d in later {
+        if later.is_empty() {
+            LATER.set(later);
+            return handled;
+        }
+        for d in later.drain(..) {
             match d {
                 Deferred::Ack(ack, comm) => self.send_ack(ack, comm),
                 Deferred::Complete(raw, status) => slot::complete(raw, status),
-                Deferred::Host(a) => self.host_act(vec![a]),
+                Deferred::Host(a) => self.host_act([a]),
                 Deferred::Detached(addr) => crate::raw::bsend::finish(addr),
             }
         }
+        LATER.set(later);
         handled
     }
 
@@ -161,16 +183,8 @@ impl Engine {
                 }
                 later.push(Deferred::Detached(addr));
             }
-            Some(Target::HostSend(id)) => {
-                let mut out = Vec::new();
-                self.host_sent(id, &ev, &mut out);
-                later.extend(out.into_iter().map(Deferred::Host));
-            }
-            Some(Target::Bounce(rail, i)) => {
-                let mut out = Vec::new();
-                self.host_arrival(rail, i, ev, &mut out);
-                later.extend(out.into_iter().map(Deferred::Host));
-            }
+            Some(Target::HostSend(id)) => self.host_sent(id, &ev, &mut HostLater(later)),
+            Some(Target::Bounce(rail, i)) => self.host_arrival(rail, i, ev, &mut HostLater(later)),
             Some(Target::Request { raw, .. }) if self.host.is_some() => {
                 // Host matching posts one kind of operation per request: a read.
                 if let Event::Failed { err, message, .. } = &ev {

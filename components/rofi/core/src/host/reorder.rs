@@ -8,19 +8,21 @@
 //! segmentation) and complete after a later, smaller one; MPI's non-overtaking rule
 //! needs the send order back before matching.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::hash::Hash;
+
+use crate::hash::FastMap;
 
 /// Numbers for the sending side.
 #[derive(Debug)]
 pub struct Sequencer<K> {
-    next: HashMap<K, u32>,
+    next: FastMap<K, u32>,
 }
 
 impl<K> Default for Sequencer<K> {
     fn default() -> Self {
         Sequencer {
-            next: HashMap::new(),
+            next: FastMap::default(),
         }
     }
 }
@@ -56,13 +58,13 @@ struct Channel<M> {
 /// came early.
 #[derive(Debug)]
 pub struct Reorder<K, M> {
-    channels: HashMap<K, Channel<M>>,
+    channels: FastMap<K, Channel<M>>,
 }
 
 impl<K, M> Default for Reorder<K, M> {
     fn default() -> Self {
         Reorder {
-            channels: HashMap::new(),
+            channels: FastMap::default(),
         }
     }
 }

@@ -133,23 +133,35 @@ const NOWHERE: Envelope = Envelope {
 /// number on its channel and the sender's process name.
 pub fn encode_eager(
     env: Envelope,
-    (seq, origin): (u32, u64),
+    seq: (u32, u64),
     sync: Option<u64>,
     payload: &[u8],
     out: &mut Vec<u8>,
 ) {
-    out.extend_from_slice(&header(&Fields {
+    out.extend_from_slice(&eager_header(env, seq, sync, payload.len()));
+    out.extend_from_slice(payload);
+}
+
+/// The header [`encode_eager`] puts before a payload of `len` bytes, for a sender that
+/// lays the message out itself.
+#[must_use]
+pub fn eager_header(
+    env: Envelope,
+    (seq, origin): (u32, u64),
+    sync: Option<u64>,
+    len: usize,
+) -> [u8; HEADER_LEN] {
+    header(&Fields {
         kind: EAGER,
         flags: if sync.is_some() { SYNC } else { 0 },
         env,
         seq,
         origin,
-        len: payload.len() as u64,
+        len: len as u64,
         id: sync.unwrap_or(0),
         addr: 0,
         key: 0,
-    }));
-    out.extend_from_slice(payload);
+    })
 }
 
 /// An Rts: `(seq, origin)` as for [`encode_eager`].

@@ -18,7 +18,7 @@ use rofi_core::host::send::{Leg, Legs, Path, Step};
 use rofi_core::host::wire::{self, HEADER_LEN};
 
 use crate::engine::Engine;
-use crate::host_state::{Action, PendingSend, SendBytes, Waiter};
+use crate::host_state::{Action, Actions, PendingSend, SendBytes, Waiter};
 use crate::raw::bsend;
 use crate::raw::context::{Event, OpContext, Target};
 use crate::raw::fabric::Fabric;
@@ -26,6 +26,9 @@ use crate::raw::slot::{self, Slot};
 use crate::raw::{Owned, post, procs};
 use crate::request::{Op, RequestState, post_failed_status};
 use crate::stats::{Counter, bump};
+
+/// Injected messages up to this many bytes (header included) are built on the stack.
+const INLINE_INJECT: usize = 256;
 
 /// What became of a posted send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,12 +57,18 @@ impl Engine {
         if let Some(r) = &request {
             r.init(Owned(RequestState::new(r.key(), 0, Op::HostSend)));
         }
-        let flag = Arc::new(AtomicU8::new(0));
-        let waiter = match &request {
-            Some(r) => Waiter::Request(r.key()),
-            None => Waiter::Local(flag.clone()),
-        };
         let sync = mode == SendMode::Synchronous;
+        // A blocking send that will wait for events gets a flag to wait on; an isend's
+        // request, or a send done when posted (injected), needs none (no allocation).
+        let h = self.host();
+        let path = Path::of(buffer.as_slice().len(), h.eager_max, h.inject_size);
+        let flag = (request.is_none() && Legs::new(path, sync).waits())
+            .then(|| Arc::new(AtomicU8::new(0)));
+        let waiter = match (&request, &flag) {
+            (Some(r), _) => Waiter::Request(r.key()),
+            (None, Some(f)) => Waiter::Local(f.clone()),
+            (None, None) => Waiter::Detached,
+        };
         let posted =
             self.host_post(comm, dest, tag, to, SendBytes::Packed(buffer), sync, waiter)?;
         match (request, posted) {
@@ -67,15 +76,24 @@ impl Engine {
             (None, Posted::Failed) => return Err(Error::ERROR),
             (Some(r), Posted::Done) => slot::complete(r.key(), Status::default()),
             (Some(_), Posted::Waits) | (None, Posted::Done) => {}
-            (None, Posted::Waits) => loop {
-                match flag.load(Ordering::Acquire) {
-                    0 => {
-                        self.wait_pass();
+            (None, Posted::Waits) => {
+                let Some(flag) = flag else {
+                    // The path said it would not wait: a send that does is a defect here.
+                    verbose!(
+                        self.stream,
+                        1,
+                        "mtl:rofi: host matching: an unexpected wait"
+                    );
+                    return Err(Error::ERROR);
+                };
+                loop {
+                    match flag.load(Ordering::Acquire) {
+                        0 => self.wait_pass(),
+                        1 => break,
+                        _ => return Err(Error::ERROR),
                     }
-                    1 => break,
-                    _ => return Err(Error::ERROR),
                 }
-            },
+            }
         }
         Ok(())
     }
@@ -151,7 +169,17 @@ impl Engine {
             st.sequencer.next((env.cid, procs::name(comm.peer(dest)))),
             me,
         );
+        // A small injected message is laid out on the stack (no allocation).
+        let mut inline = [0u8; INLINE_INJECT];
+        let mut inline_len = 0;
         match path {
+            Path::Inject if HEADER_LEN + len <= INLINE_INJECT => {
+                let header = wire::eager_header(env, seq, sync.then_some(id), len);
+                inline[..HEADER_LEN].copy_from_slice(&header);
+                inline[HEADER_LEN..HEADER_LEN + len].copy_from_slice(bytes.as_slice());
+                inline_len = HEADER_LEN + len;
+                spent = Some(bytes);
+            }
             Path::Inject | Path::Sent => {
                 let mut msg = Vec::with_capacity(HEADER_LEN + len);
                 wire::encode_eager(env, seq, sync.then_some(id), bytes.as_slice(), &mut msg);
@@ -195,7 +223,12 @@ impl Engine {
             }
             None => {
                 bump(Counter::Injects);
-                self.retry(|| fabric.inject(0, &inject, to))
+                let message = if inline_len > 0 {
+                    &inline[..inline_len]
+                } else {
+                    &inject[..]
+                };
+                self.retry(|| fabric.inject(0, message, to))
             }
         };
         if rc < 0 {
@@ -214,7 +247,7 @@ impl Engine {
     }
 
     /// One of send `id`'s awaited events (completion of its eager message, Ack, Fin).
-    pub(super) fn host_leg_done(&self, id: u64, leg: Leg, failed: bool, out: &mut Vec<Action>) {
+    pub(super) fn host_leg_done(&self, id: u64, leg: Leg, failed: bool, out: &mut impl Actions) {
         let mut st = self.host().state();
         let Some(pending) = st.sends.get_mut(&id) else {
             bump(Counter::Errors);
@@ -278,7 +311,7 @@ impl Engine {
     }
 
     /// The completion of a sent eager message (`Target::HostSend`).
-    pub fn host_sent(&self, id: u64, ev: &Event, out: &mut Vec<Action>) {
+    pub fn host_sent(&self, id: u64, ev: &Event, out: &mut impl Actions) {
         if let Event::Failed { err, message, .. } = ev {
             verbose!(
                 self.stream,
