@@ -302,29 +302,23 @@ fn probe_here(list: &InfoList, index: usize, info: &ProviderInfo, cfg: ProbeConf
             let matching = Matching::of_results(&results);
             let found = match &v {
                 Ok(()) => format!("all {} checks passed", results.len()),
-                Err(failed) if matching == Matching::CorrectWithSink => format!(
-                    "{} of {} checks failed, the overflow checks passed: rofi uses its \
-                     tagged matching with an overflow sink behind every receive and \
-                     truncates itself:\n{}",
-                    failed.len(),
-                    results.len(),
-                    failed
-                        .iter()
-                        .map(|f| format!("    FAIL {f}"))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                ),
-                Err(failed) => format!(
-                    "{} of {} checks failed{not_run}, rofi will not use its tagged \
-                     matching:\n{}",
-                    failed.len(),
-                    results.len(),
-                    failed
-                        .iter()
-                        .map(|f| format!("    FAIL {f}"))
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                ),
+                Err(failed) => {
+                    let outcome = if matching == Matching::CorrectWithSink {
+                        ", the overflow checks passed: rofi uses its tagged matching with \
+                         an overflow sink behind every receive and truncates itself"
+                            .to_owned()
+                    } else {
+                        format!("{not_run}, rofi will not use its tagged matching")
+                    };
+                    let lines: Vec<String> =
+                        failed.iter().map(|f| format!("    FAIL {f}")).collect();
+                    format!(
+                        "{} of {} checks failed{outcome}:\n{}",
+                        failed.len(),
+                        results.len(),
+                        lines.join("\n")
+                    )
+                }
             };
             (matching, found)
         }

@@ -424,6 +424,38 @@ fn got(slot: u8, tag: u64, payload: u32) -> Step {
     })
 }
 
+/// A message of `room` + 60 bytes with `tag`, `payload` and remote CQ data, sent after
+/// receive `posted` (or before it, `unexpected`, given time to arrive unmatched), then
+/// `expect`; then a small message on the next tag (and payload) shows the endpoint
+/// still carries messages.
+fn longer_than_room(
+    s: &mut Vec<Step>,
+    (tag, payload, data): (u64, u32, Option<u64>),
+    posted: Step,
+    unexpected: bool,
+    expect: Expect,
+    room: usize,
+) {
+    let big = Step::Send {
+        tag,
+        payload,
+        len: room + 60,
+        data,
+    };
+    if unexpected {
+        s.extend([big, Step::Settle, posted]);
+    } else {
+        s.extend([posted, big]);
+    }
+    s.push(Step::Expect(expect));
+    let (next, next_payload) = (tag + 1, payload + 1);
+    s.extend([
+        send(next, next_payload),
+        recv(1, next, 0, 4),
+        got(1, next, next_payload),
+    ]);
+}
+
 /// The steps of `check`.
 #[must_use]
 pub fn script(check: Check, cfg: ProbeConfig) -> Vec<Step> {
@@ -534,12 +566,6 @@ pub fn script(check: Check, cfg: ProbeConfig) -> Vec<Step> {
         }
         Check::OverflowPosted | Check::OverflowUnexpected => {
             let room = cfg.trunc_room.max(4);
-            let big = Step::Send {
-                tag: 0x46,
-                payload: 46,
-                len: room + 60,
-                data: data(0xf00d),
-            };
             let posted = Step::Recv {
                 slot: 0,
                 tag: 0x46,
@@ -550,40 +576,40 @@ pub fn script(check: Check, cfg: ProbeConfig) -> Vec<Step> {
                     ..RecvFlags::default()
                 },
             };
-            if check == Check::OverflowPosted {
-                s.extend([posted, big]);
-            } else {
-                s.extend([big, Step::Settle, posted]);
-            }
-            s.push(Step::Expect(Expect::Received {
+            let whole = Expect::Received {
                 slot: 0,
                 tag: 0x46,
                 payload: Some(46),
                 len: Some(room + 60),
                 data: data(0xf00d),
-            }));
-            s.extend([send(0x47, 47), recv(1, 0x47, 0, 4), got(1, 0x47, 47)]);
+            };
+            let unexpected = check == Check::OverflowUnexpected;
+            longer_than_room(
+                &mut s,
+                (0x46, 46, data(0xf00d)),
+                posted,
+                unexpected,
+                whole,
+                room,
+            );
         }
         Check::TruncationPosted | Check::TruncationUnexpected => {
             let room = cfg.trunc_room.max(4);
-            let big = Step::Send {
-                tag: 0x44,
-                payload: 44,
-                len: room + 60,
-                data: data(0xfeed),
-            };
-            if check == Check::TruncationPosted {
-                s.extend([recv(0, 0x44, 0, room), big]);
-            } else {
-                s.extend([big, Step::Settle, recv(0, 0x44, 0, room)]);
-            }
-            s.push(Step::Expect(Expect::Truncated {
+            let truncated = Expect::Truncated {
                 slot: 0,
                 tag: 0x44,
                 data: data(0xfeed),
-            }));
-            // The endpoint still carries messages.
-            s.extend([send(0x45, 45), recv(1, 0x45, 0, 4), got(1, 0x45, 45)]);
+            };
+            let unexpected = check == Check::TruncationUnexpected;
+            let posted = recv(0, 0x44, 0, room);
+            longer_than_room(
+                &mut s,
+                (0x44, 44, data(0xfeed)),
+                posted,
+                unexpected,
+                truncated,
+                room,
+            );
         }
     }
     s
