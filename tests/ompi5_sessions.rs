@@ -21,10 +21,12 @@
 //! Every test prints `SKIPPED` and passes when the installation or our 5.0 build is
 //! missing; `RMCA_REQUIRE_OMPI5=1` makes a missing one an error.
 
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mca_harness::ompi5::{self, on_ompi5};
-use mca_harness::{Job, McaConfig};
+use mca_harness::{Job, JobOutput, McaConfig};
 
 /// comm_from_group at 2 and 4 ranks on `config` (5.0), every byte checked.
 fn comm_from_group_passes(config: &McaConfig) {
@@ -107,16 +109,46 @@ fn comm_from_group_stock_ofi() {
 /// tests/ompi5/mpi_session_only.c (MPI Sessions without MPI_Init, two in a row, a rank
 /// 0 that sends to ranks that only receive) at the given rank counts on `config`.
 fn mpi_session_only_passes(config: &McaConfig, ranks: &[u32], args: &[&str]) {
-    let binary = config.program("mpi_session_only");
     for &n in ranks {
-        let out = Job::new(config, n, &binary)
-            .args(args)
-            .timeout(Duration::from_secs(120))
-            .run();
+        let out = mpi_session_only(config, n, args, &[]);
         out.assert_passed();
         let (passed, _) = out.counts().expect("counts");
         assert!(passed >= 4, "{}", out.report());
     }
+}
+
+/// One job of mpi_session_only, alone (no other job of this binary beside it), its
+/// ranks waiting for each other between two MPI Sessions in a directory of their own
+/// (`--between`). 5.0.7's PMIx loses track of its fences otherwise, stock sm as ours:
+/// the second MPI Session's MPI_Session_init hangs in some ranks while the others wait
+/// in MPI_Comm_create_from_group, or reads the first one's modex (rsmcuda then looks
+/// for a segment that is gone). 4 ranks, pairs of jobs at once: 3 of 40 and 4 of 60
+/// with the marks (2 of 60 on stock sm); one job at a time beside 3 busy loops: 1 of 40
+/// without the marks, 0 of 40 with them.
+fn mpi_session_only(
+    config: &McaConfig,
+    ranks: u32,
+    args: &[&str],
+    mpirun_args: &[&str],
+) -> JobOutput {
+    static JOBS: AtomicUsize = AtomicUsize::new(0);
+    let between = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "mpi_session_only-{}-{}",
+        std::process::id(),
+        JOBS.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&between).expect("a directory for the ranks' marks");
+    let between_arg = format!("--between={}", between.display());
+    let mut all_args = args.to_vec();
+    all_args.push(&between_arg);
+    let alone = config.clone().one_at_a_time();
+    let out = Job::new(&alone, ranks, config.program("mpi_session_only"))
+        .args(&all_args)
+        .mpirun_args(mpirun_args)
+        .timeout(Duration::from_secs(120))
+        .run();
+    let _ = std::fs::remove_dir_all(&between);
+    out
 }
 
 /// pml ob1 with `btl`, on 5.0.
@@ -154,6 +186,62 @@ fn mpi_session_only_rofi() {
         for (name, provider) in [("rofi-tcp", "tcp;ofi_rxm"), ("rofi-shm", "shm")] {
             mpi_session_only_passes(&cm_config(name, "rofi", provider), &[1, 2, 4], &[]);
         }
+    }
+}
+
+/// Two MPI Sessions in a row with our component kept loaded between them, as where it
+/// is linked into libmpi or anything pins its shared object (here: LD_PRELOAD in the
+/// ranks): the second init finds what the first left in the component's statics. rofi
+/// failed it ("No components were able to be opened in the pml framework": its engine
+/// and cm's module cell were set-once) after a thread-local buffer of its own came to
+/// pin the shared object; all three printed nothing verbose in the second (opal
+/// numbers its output streams afresh). Each init's verbose line must appear once per
+/// rank and MPI Session.
+#[test]
+fn mpi_session_only_with_ours_kept_loaded() {
+    if !ompi5::available() {
+        return;
+    }
+    let cases = [
+        (
+            ob1_config("rsmcuda-kept-loaded", "self,rsmcuda").with("btl_rsmcuda_verbose", "1"),
+            "mca_btl_rsmcuda.so",
+            "btl:rsmcuda: init, pid",
+        ),
+        (
+            ob1_config("rusnic-kept-loaded", "self,rusnic").with("btl_rusnic_verbose", "1"),
+            "mca_btl_rusnic.so",
+            "btl:rusnic: not MPI_Init (MPI Sessions)",
+        ),
+        (
+            cm_config("rofi-tcp-kept-loaded", "rofi", "tcp;ofi_rxm").with("mtl_rofi_verbose", "1"),
+            "mca_mtl_rofi.so",
+            "mtl:rofi: using tcp;ofi_rxm",
+        ),
+        (
+            cm_config("rofi-shm-kept-loaded", "rofi", "shm").with("mtl_rofi_verbose", "1"),
+            "mca_mtl_rofi.so",
+            "mtl:rofi: using shm",
+        ),
+    ];
+    let ranks = 2;
+    let library_path = format!("LD_LIBRARY_PATH={}", ompi5::prefix().join("lib").display());
+    for (config, object, init_line) in cases {
+        let preload = format!(
+            "LD_PRELOAD={}",
+            ompi5::component_dir().join(object).display()
+        );
+        let out = mpi_session_only(&config, ranks, &[], &["-x", &preload, "-x", &library_path]);
+        out.assert_passed();
+        let (passed, _) = out.counts().expect("counts");
+        assert!(passed >= 4, "{}", out.report());
+        let said = out.stderr.matches(init_line).count();
+        assert_eq!(
+            said,
+            2 * ranks as usize,
+            "{init_line:?} once per rank and MPI Session\n{}",
+            out.report()
+        );
     }
 }
 

@@ -13,6 +13,8 @@
 //!   5.0's selected accelerator component).
 //! - [`hwloc`]: the NUMA nodes of Open MPI's hwloc topology that this thread's binding
 //!   touches.
+//! - [`installed`]: a process-wide value put in place at init and taken away at
+//!   finalize (a later MPI Session inits again without unloading us).
 //! - [`threads`]: whether MPI may be entered by several threads at once (hot paths skip
 //!   their locked read-modify-writes when not).
 
@@ -25,6 +27,7 @@ pub mod gpu;
 pub mod guard;
 pub mod help;
 pub mod hwloc;
+pub mod installed;
 pub mod layout;
 pub mod mtl;
 pub mod object;

@@ -1,6 +1,7 @@
 //! Output streams: one verbosity stream per component, plus the always-on stream 0.
 
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::strings::lossy_cstring;
 use ompi_sys as sys;
@@ -58,6 +59,72 @@ impl Stream {
             // SAFETY: id came from opal_output_open and is closed once.
             unsafe { sys::opal_output_close(self.id) };
         }
+    }
+}
+
+/// A component's verbosity stream, opened at first use and closed when its framework
+/// closes. opal_output's streams end with opal (after a process's last MPI Session),
+/// which numbers them afresh when a later one starts it again: a stream id kept from
+/// before would print nowhere, or into another's stream.
+pub struct ComponentStream {
+    /// The open stream's id and level (`pack`), or `CLOSED`.
+    packed: AtomicU64,
+}
+
+const CLOSED: u64 = u64::MAX;
+
+fn pack(stream: Stream) -> u64 {
+    (u64::from(stream.id as u32) << 32) | u64::from(stream.level as u32)
+}
+
+fn unpack(packed: u64) -> Stream {
+    Stream {
+        id: (packed >> 32) as u32 as c_int,
+        level: packed as u32 as c_int,
+    }
+}
+
+impl ComponentStream {
+    pub const fn new() -> ComponentStream {
+        ComponentStream {
+            packed: AtomicU64::new(CLOSED),
+        }
+    }
+
+    /// The stream, opened at `level()` if it is not open.
+    pub fn get(&self, level: impl FnOnce() -> c_int) -> Stream {
+        let packed = self.packed.load(Ordering::Acquire);
+        if packed != CLOSED {
+            return unpack(packed);
+        }
+        let opened = Stream::open(level().max(0));
+        match self.packed.compare_exchange(
+            CLOSED,
+            pack(opened),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => opened,
+            Err(theirs) => {
+                // Another thread opened it first.
+                opened.close();
+                unpack(theirs)
+            }
+        }
+    }
+
+    /// Closes the stream (at component close); the next `get` opens a new one.
+    pub fn close(&self) {
+        let packed = self.packed.swap(CLOSED, Ordering::AcqRel);
+        if packed != CLOSED {
+            unpack(packed).close();
+        }
+    }
+}
+
+impl Default for ComponentStream {
+    fn default() -> ComponentStream {
+        ComponentStream::new()
     }
 }
 

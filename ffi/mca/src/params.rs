@@ -2,12 +2,17 @@
 //!
 //! Storage handed to `mca_base_component_var_register` must outlive the variable
 //! system (it may write into it at any time, e.g. for MPI_T-settable variables),
-//! so each parameter's storage is leaked once at registration; a component
-//! registers a fixed, small set of parameters once per process.
+//! so each parameter's storage is leaked at its first registration. A component
+//! registers again when Open MPI opens its framework again in the same process (a
+//! second MPI Session): while its shared object stayed loaded, or where it is linked
+//! into libmpi, that registration gets the same storage back (by variable name),
+//! which the parameters kept from the first still read.
 
+use std::any::Any;
 use std::cell::UnsafeCell;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::ops::RangeInclusive;
+use std::sync::{Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 use crate::strings::lossy_cstring;
@@ -42,10 +47,37 @@ struct Storage<T>(UnsafeCell<T>);
 // system; it writes them only from registration and MPI_T calls, which Open MPI
 // serialises, and readers take a volatile copy.
 unsafe impl<T> Sync for Storage<T> {}
+// SAFETY: as above; only shared references to it are ever handed around.
+unsafe impl<T> Send for Storage<T> {}
 
-impl<T: Copy> Storage<T> {
-    fn leak(value: T) -> &'static Storage<T> {
-        Box::leak(Box::new(Storage(UnsafeCell::new(value))))
+/// Every variable's storage, by full name (see the module's note on registering
+/// again).
+static STORAGES: Mutex<Vec<(String, &'static (dyn Any + Send + Sync))>> = Mutex::new(Vec::new());
+
+impl<T: Copy + 'static> Storage<T> {
+    /// The storage of variable `full_name`, holding `value`: made (and leaked) at the
+    /// variable's first registration in this process, the same one at the next.
+    fn of_variable(full_name: &str, value: T) -> &'static Storage<T> {
+        let mut known = STORAGES.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = known
+            .iter()
+            .find(|(name, _)| name == full_name)
+            .and_then(|(_, storage)| storage.downcast_ref::<Storage<T>>());
+        match found {
+            Some(storage) => {
+                // SAFETY: registration runs before the variable system may write the
+                // storage again (it deregistered the variable at close), and Open MPI
+                // registers from one thread.
+                unsafe { std::ptr::write_volatile(storage.0.get(), value) };
+                storage
+            }
+            None => {
+                let storage: &'static Storage<T> =
+                    Box::leak(Box::new(Storage(UnsafeCell::new(value))));
+                known.push((full_name.to_owned(), storage));
+                storage
+            }
+        }
     }
     fn get(&self) -> T {
         // SAFETY: the cell is valid for 'static and holds an initialised T.
@@ -245,7 +277,7 @@ impl Registrar {
         level: Level,
         help: &str,
     ) -> Param<T> {
-        let storage = Storage::leak(default);
+        let storage = Storage::of_variable(&self.full_name(name), default);
         let help = format!("{help} [{}..{}]", range.start(), range.end());
         let index = self.register(name, &help, ty, std::ptr::null_mut(), level, storage.as_c());
         let value = if index < 0 { default } else { storage.get() };
@@ -330,7 +362,7 @@ impl Registrar {
 
     /// A boolean parameter (`0/1`, `true/false`, `yes/no` on the command line).
     pub fn bool(&mut self, name: &str, default: bool, level: Level, help: &str) -> Param<bool> {
-        let storage = Storage::leak(default);
+        let storage = Storage::of_variable(&self.full_name(name), default);
         let index = self.register(
             name,
             help,
@@ -365,7 +397,7 @@ impl Registrar {
             Some(text) => CString::new(text).expect("defaults have no NUL").into_raw(),
             None => std::ptr::null_mut(),
         };
-        let storage = Storage::leak(initial);
+        let storage = Storage::of_variable(&self.full_name(name), initial);
         self.register(
             name,
             help,
@@ -432,7 +464,7 @@ impl Registrar {
                 self.full_name(name)
             ));
         }
-        let storage = Storage::leak(default as c_int);
+        let storage = Storage::of_variable(&self.full_name(name), default as c_int);
         let listed = values
             .iter()
             .map(|(_, n)| *n)

@@ -71,6 +71,21 @@ pub struct Engine {
     pub choice: Inherited,
 }
 
+impl Engine {
+    /// Closes the engine at finalize. Registrations of large sends still pending (only
+    /// an erroneous program leaves one) are closed before the domain they belong to,
+    /// then the providers' objects; rofi's buffers, posted until then, are freed last.
+    pub fn shut_down(self: Box<Self>) {
+        if let Some(host) = &self.host {
+            host.state().sends.clear();
+        }
+        if let Some(local) = &self.local {
+            local.fabric.close();
+        }
+        self.fabric.close();
+    }
+}
+
 /// A second provider for the peers on this node (`mtl_rofi_local_provider`).
 #[derive(Debug)]
 pub struct LocalRail {

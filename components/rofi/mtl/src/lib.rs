@@ -18,12 +18,10 @@ mod send;
 mod shared_probe;
 mod stats;
 
-use std::sync::OnceLock;
-
 use mca::component::Component;
 use mca::convertor::Convertor;
 use mca::mtl::{Comm, Mtl, MtlComponent, MtlLimits, MtlModule, SendMode, Status};
-use mca::output::Stream;
+use mca::output::{ComponentStream, Stream};
 use mca::params::Registrar;
 use mca::{Error, Result, sys, verbose};
 use rofi_core::provider::inherit::{Inherited, select_inherited};
@@ -48,20 +46,19 @@ mca::declare_mtl_component!(mca_mtl_rofi_component, "rofi", Rofi);
 /// context.
 pub struct RofiModule;
 
-static ENGINE: OnceLock<Engine> = OnceLock::new();
+static STREAM: ComponentStream = ComponentStream::new();
 
 fn stream() -> Stream {
-    static STREAM: OnceLock<Stream> = OnceLock::new();
-    *STREAM.get_or_init(|| Stream::open(params::get().map_or(0, |p| p.verbose.get())))
+    STREAM.get(|| params::get().map_or(0, |p| p.verbose.get()))
 }
 
 fn engine() -> Result<&'static Engine> {
-    ENGINE.get().ok_or(Error::NOT_AVAILABLE)
+    raw::running::engine().ok_or(Error::NOT_AVAILABLE)
 }
 
 mca::progress_fn!(
     fn rofi_progress() {
-        ENGINE.get().map_or(0, Engine::progress)
+        raw::running::engine().map_or(0, Engine::progress)
     }
 );
 
@@ -69,6 +66,11 @@ impl Component for Rofi {
     fn register(reg: &mut Registrar) -> Result<()> {
         params::register(reg);
         stats::register();
+        Ok(())
+    }
+
+    fn close() -> Result<()> {
+        STREAM.close();
         Ok(())
     }
 }
@@ -393,8 +395,12 @@ impl MtlComponent for Rofi {
             verbose!(
                 stream(),
                 1,
-                "mtl:rofi: chose as the process that spawned this job did ({i}; \
-                 mtl_rofi_{}), without a matching probe",
+                "mtl:rofi: chose as {} ({i}; mtl_rofi_{}), without a matching probe",
+                if raw::env::choice_is_own() {
+                    "this process did in an earlier MPI Session"
+                } else {
+                    "the process that spawned this job did"
+                },
                 rofi_core::provider::inherit::PARAM
             );
         }
@@ -595,13 +601,17 @@ impl MtlComponent for Rofi {
             // its receiver matches on (`Comm::remote_context_id`).
             flags: mca::mtl::FLAG_EXTENDED_CIDS,
         };
-        if ENGINE.set(engine).is_err() {
-            return Err(Error::ERROR);
-        }
+        stats::reset();
+        let started = match raw::running::start(Box::new(engine)) {
+            Ok(started) => started,
+            Err(refused) => {
+                refused.shut_down();
+                return Err(Error::ERROR);
+            }
+        };
         // Chosen and opened: the jobs this process spawns choose the same
         // (rofi_core::provider::inherit).
-        raw::env::hand_on_choice(&crate::engine()?.choice.encode());
-        let started = crate::engine()?;
+        raw::env::hand_on_choice(&started.choice.encode());
         if started.host.is_some() {
             started.host_start()?;
         }
@@ -692,10 +702,9 @@ impl MtlModule for RofiModule {
                 );
             }
         }
-        if let Some(l) = &e.local {
-            l.fabric.close();
+        if let Some(stopped) = raw::running::stop() {
+            stopped.shut_down();
         }
-        e.fabric.close();
         Ok(())
     }
 

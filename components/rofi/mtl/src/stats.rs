@@ -31,6 +31,14 @@ fn value(c: Counter) -> u64 {
 }
 
 /// The counters as the core's `Stats`, by field name (not by position).
+/// Zeroes the counters when an engine starts (each MPI Session's summary and pvars
+/// count its own).
+pub fn reset() {
+    for counter in &COUNTERS {
+        counter.store(0, Ordering::Relaxed);
+    }
+}
+
 pub fn snapshot() -> Stats {
     Stats {
         sends: value(Counter::Sends),

@@ -36,6 +36,11 @@ impl mca::component::Component for Rsmcuda {
         params::register(reg)?;
         stats::register(<Rsmcuda as mca::component::Exported>::raw())
     }
+
+    fn close() -> Result<()> {
+        params::close_stream();
+        Ok(())
+    }
 }
 
 impl BtlComponent for Rsmcuda {

@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use mca::Result;
-use mca::output::Stream;
+use mca::output::{ComponentStream, Stream};
 use mca::params::{Level, Param, Registrar};
 
 /// Every tunable of rsmcuda besides the generic BTL ones.
@@ -43,11 +43,16 @@ pub fn try_get() -> Option<&'static Params> {
     PARAMS.get()
 }
 
-static STREAM: OnceLock<Stream> = OnceLock::new();
+static STREAM: ComponentStream = ComponentStream::new();
 
 /// The component's verbosity stream (btl_rsmcuda_verbose).
 pub fn stream() -> Stream {
-    *STREAM.get_or_init(|| Stream::open(try_get().map_or(0, |p| p.verbose.get())))
+    STREAM.get(|| try_get().map_or(0, |p| p.verbose.get()))
+}
+
+/// Closes the verbose stream (at component close).
+pub fn close_stream() {
+    STREAM.close();
 }
 
 pub fn register(reg: &mut Registrar) -> Result<()> {

@@ -1,9 +1,7 @@
 //! The component's diagnostics: its show_help topics
 //! (configure-support/help/help-mpi-btl-rusnic.txt) and its verbose stream.
 
-use std::sync::OnceLock;
-
-use mca::output::Stream;
+use mca::output::{ComponentStream, Stream};
 
 use crate::params;
 
@@ -24,9 +22,14 @@ pub fn show_invalid(problem: &str) {
     );
 }
 
-static STREAM: OnceLock<Stream> = OnceLock::new();
+static STREAM: ComponentStream = ComponentStream::new();
 
 /// The verbose stream, at `btl_rusnic_verbose`'s level.
 pub fn stream() -> Stream {
-    *STREAM.get_or_init(|| Stream::open(params::get().verbose.get()))
+    STREAM.get(|| params::get().verbose.get())
+}
+
+/// Closes the verbose stream (at component close).
+pub fn close_stream() {
+    STREAM.close();
 }

@@ -46,6 +46,11 @@ impl mca::component::Component for Component {
         params::register(reg);
         stats::register(component_raw())
     }
+
+    fn close() -> Result<()> {
+        help::close_stream();
+        Ok(())
+    }
 }
 
 /// A random 16-bit initial sequence number (std's per-process random hash keys).

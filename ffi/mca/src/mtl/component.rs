@@ -90,7 +90,8 @@ unsafe extern "C" fn mtl_init<C: MtlComponent>(
 }
 
 /// # Safety
-/// Called once by cm's MTL selection, before any other MTL entry point.
+/// Called by cm's MTL selection, before any other MTL entry point (again after
+/// finalize when a later MPI Session selects again).
 unsafe fn mtl_init_common<C: MtlComponent>(
     progress_threads: bool,
     mpi_threads: bool,
@@ -100,17 +101,21 @@ unsafe fn mtl_init_common<C: MtlComponent>(
             Ok(created) => created,
             Err(_) => return std::ptr::null_mut(),
         };
-        let cell = cell::<C>();
-        // SAFETY: the cell is leaked for the process; init runs once, before any other entry.
+        // SAFETY: the cell is leaked for the process. Init runs before any other entry
+        // point of this selection and after the finalize of any earlier one (a second
+        // MPI Session selects again, in the same cell while our shared object stays
+        // loaded): nothing else touches the cell meanwhile.
         unsafe {
-            let base = &mut *(*cell).base.get();
+            let cell = &mut *cell::<C>();
+            let base = &mut *cell.base.get();
             base.mtl_max_contextid = limits.max_contextid;
             base.mtl_max_tag = limits.max_tag;
             base.mtl_flags = limits.flags;
-            if (*cell).module.set(module).is_err() {
+            drop(cell.module.take());
+            if cell.module.set(module).is_err() {
                 return std::ptr::null_mut();
             }
-            (*cell).as_raw()
+            cell.as_raw()
         }
     })
 }

@@ -20,13 +20,26 @@ pub fn disable_rxm_dyn_rbuf() {
     });
 }
 
+/// Names the process whose choice `OMPI_MCA_mtl_rofi_inherited_choice` holds.
+const CHOICE_MADE_BY: &str = "ROFI_CHOICE_MADE_BY_PID";
+
 /// Puts this process's choice where `MPI_Comm_spawn` copies it into the jobs it
 /// spawns: `OMPI_MCA_mtl_rofi_inherited_choice` in our own environment
 /// (rofi_core::provider::inherit). Open MPI read its parameters at registration, so
-/// this process itself is not affected.
+/// this MPI Session is not affected; a later one in this process chooses the same
+/// (`choice_is_own`).
 pub fn hand_on_choice(value: &str) {
-    // SAFETY: called once from MPI_Init's MTL init, before rofi starts any thread; as
-    // above, Open MPI's own helper threads do not write the environment, and Open MPI
-    // sets OMPI_MCA_ variables in its own environment the same way (opal_setenv).
-    unsafe { std::env::set_var(rofi_core::provider::inherit::ENV, value) };
+    // SAFETY: called from the MTL's init, before rofi starts any thread; as above,
+    // Open MPI's own helper threads do not write the environment, and Open MPI sets
+    // OMPI_MCA_ variables in its own environment the same way (opal_setenv).
+    unsafe {
+        std::env::set_var(rofi_core::provider::inherit::ENV, value);
+        std::env::set_var(CHOICE_MADE_BY, std::process::id().to_string());
+    }
+}
+
+/// Whether the handed-on choice in our environment is this process's own, from an
+/// earlier MPI Session (not its parent's).
+pub fn choice_is_own() -> bool {
+    std::env::var(CHOICE_MADE_BY).is_ok_and(|pid| pid == std::process::id().to_string())
 }

@@ -14,6 +14,7 @@ pub mod post;
 pub mod probe;
 pub mod procs;
 pub mod pvar;
+pub mod running;
 pub mod sink;
 pub mod slot;
 
