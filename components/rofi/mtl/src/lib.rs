@@ -612,10 +612,18 @@ impl MtlComponent for Rofi {
         // Chosen and opened: the jobs this process spawns choose the same
         // (rofi_core::provider::inherit).
         raw::env::hand_on_choice(&started.choice.encode());
-        if started.host.is_some() {
-            started.host_start()?;
+        let posted = if started.host.is_some() {
+            started.host_start()
+        } else {
+            Ok(())
+        };
+        if let Err(e) = posted.and_then(|()| mca::progress::register(rofi_progress)) {
+            // cm calls no finalize after a failed init: a later one starts afresh.
+            if let Some(stopped) = raw::running::stop() {
+                stopped.shut_down();
+            }
+            return Err(e);
         }
-        mca::progress::register(rofi_progress)?;
         Ok((RofiModule, limits))
     }
 }

@@ -18,10 +18,11 @@ pub fn start(engine: Box<Engine>) -> Result<&'static Engine, Box<Engine>> {
     ENGINE.install(engine)
 }
 
-/// Takes the running engine away, for finalize to shut down.
+/// Takes the running engine away, for finalize (or a failed init) to shut down.
 pub fn stop() -> Option<Box<Engine>> {
     // SAFETY: called only from the MTL's finalize, after rofi's progress callback is
-    // unregistered: cm makes no more calls into the module, and no engine reference
-    // is kept beyond the call that got it.
+    // unregistered, or from an init that failed before registering it: cm makes no
+    // more calls into the module, and no engine reference is kept beyond the call that
+    // got it.
     unsafe { ENGINE.remove() }
 }
