@@ -619,9 +619,7 @@ impl MtlComponent for Rofi {
         };
         if let Err(e) = posted.and_then(|()| mca::progress::register(rofi_progress)) {
             // cm calls no finalize after a failed init: a later one starts afresh.
-            if let Some(stopped) = raw::running::stop() {
-                stopped.shut_down();
-            }
+            raw::running::stop();
             return Err(e);
         }
         Ok((RofiModule, limits))
@@ -710,9 +708,7 @@ impl MtlModule for RofiModule {
                 );
             }
         }
-        if let Some(stopped) = raw::running::stop() {
-            stopped.shut_down();
-        }
+        raw::running::stop();
         Ok(())
     }
 

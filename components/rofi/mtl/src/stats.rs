@@ -30,7 +30,6 @@ fn value(c: Counter) -> u64 {
     COUNTERS[c as usize].load(Ordering::Relaxed)
 }
 
-/// The counters as the core's `Stats`, by field name (not by position).
 /// Zeroes the counters when an engine starts (each MPI Session's summary and pvars
 /// count its own).
 pub fn reset() {
@@ -39,6 +38,7 @@ pub fn reset() {
     }
 }
 
+/// The counters as the core's `Stats`, by field name (not by position).
 pub fn snapshot() -> Stats {
     Stats {
         sends: value(Counter::Sends),

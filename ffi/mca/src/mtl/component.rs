@@ -111,10 +111,7 @@ unsafe fn mtl_init_common<C: MtlComponent>(
             base.mtl_max_contextid = limits.max_contextid;
             base.mtl_max_tag = limits.max_tag;
             base.mtl_flags = limits.flags;
-            drop(cell.module.take());
-            if cell.module.set(module).is_err() {
-                return std::ptr::null_mut();
-            }
+            cell.module = std::sync::OnceLock::from(module);
             cell.as_raw()
         }
     })

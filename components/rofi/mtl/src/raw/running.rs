@@ -18,11 +18,13 @@ pub fn start(engine: Box<Engine>) -> Result<&'static Engine, Box<Engine>> {
     ENGINE.install(engine)
 }
 
-/// Takes the running engine away, for finalize (or a failed init) to shut down.
-pub fn stop() -> Option<Box<Engine>> {
+/// Takes the running engine away and shuts it down (finalize, or a failed init).
+pub fn stop() {
     // SAFETY: called only from the MTL's finalize, after rofi's progress callback is
     // unregistered, or from an init that failed before registering it: cm makes no
     // more calls into the module, and no engine reference is kept beyond the call that
     // got it.
-    unsafe { ENGINE.remove() }
+    if let Some(stopped) = unsafe { ENGINE.remove() } {
+        stopped.shut_down();
+    }
 }
