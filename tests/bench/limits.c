@@ -2,7 +2,7 @@
  * No MPI.
  *
  *   cc -O2 -o build/bench/limits tests/bench/limits.c
- *   limits [--test memcpy|udp_rtt|tcp_rtt|all] [--min B] [--max B] [--sizes a,b,c]
+ *   limits [--test memcpy|udp_rtt|udp_mmsg_rtt|tcp_rtt|all] [--min B] [--max B] [--sizes a,b,c]
  *          [--rtt-size B] [--target-ms T] [--reps R] [--no-pin] [--no-spin] [--quick]
  *
  * memcpy:  for each size (default sweep 0 .. 16 MiB, powers of two) memcpy between two
@@ -14,6 +14,10 @@
  *          once, so memory traffic is twice that).
  * udp_rtt: a forked child echoes datagrams on 127.0.0.1 (both sockets bound to ephemeral
  *          ports before fork); value = median over R blocks of the mean round trip (us)
+ * udp_mmsg_rtt: the same with the system calls of a two-channel datagram transport
+ *          (rusnic's): each side has two sockets, polls them in turn with recvmmsg (32
+ *          slots) and sends with sendmmsg, the datagram gathered from a 32-byte header
+ *          and the payload: that structure's floor, with no protocol work at all
  * tcp_rtt: the same over a TCP connection on 127.0.0.1 with TCP_NODELAY
  *          (MPI ping-pong latency is a half round trip: compare it with value / 2)
  * By default the parent is pinned to CPU 0 and the child to CPU 1 (like mpirun --bind-to
@@ -35,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -316,6 +322,107 @@ static void bench_udp(void)
     close(fa);
 }
 
+/* ------------------------------------------------- two-channel datagram system calls */
+#define MMSG_SLOTS 32
+#define MMSG_HEADER 32
+
+struct mmsg_side {
+    int fds[2];
+    struct sockaddr_in to; /* the other side's first socket */
+    unsigned char header[MMSG_HEADER];
+    struct mmsghdr msgs[MMSG_SLOTS];
+    struct iovec iovs[MMSG_SLOTS];
+    unsigned char *slots; /* MMSG_SLOTS buffers of 65536 bytes */
+};
+
+static struct mmsg_side mmsg_parent;
+
+static void mmsg_init(struct mmsg_side *side)
+{
+    side->slots = malloc((size_t)MMSG_SLOTS * 65536);
+    if (!side->slots)
+        die("malloc");
+    memset(side->header, 0xb5, sizeof side->header);
+    memset(side->msgs, 0, sizeof side->msgs);
+    for (int i = 0; i < MMSG_SLOTS; i++) {
+        side->iovs[i].iov_base = side->slots + (size_t)i * 65536;
+        side->iovs[i].iov_len = 65536;
+        side->msgs[i].msg_hdr.msg_iov = &side->iovs[i];
+        side->msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+}
+
+static int mmsg_send(struct mmsg_side *side, unsigned char *payload, size_t n)
+{
+    struct iovec iov[2] = {{side->header, MMSG_HEADER}, {payload, n}};
+    struct mmsghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_hdr.msg_name = &side->to;
+    m.msg_hdr.msg_namelen = sizeof side->to;
+    m.msg_hdr.msg_iov = iov;
+    m.msg_hdr.msg_iovlen = n ? 2 : 1;
+    return syscall(SYS_sendmmsg, side->fds[0], &m, 1, MSG_DONTWAIT) == 1 ? 0 : -1;
+}
+
+/* Polls the two sockets in turn until a datagram arrives; returns its payload length. */
+static long mmsg_poll(struct mmsg_side *side)
+{
+    for (int ch = 0;; ch ^= 1) {
+        long r = syscall(SYS_recvmmsg, side->fds[ch], side->msgs, MMSG_SLOTS,
+                         spin ? MSG_DONTWAIT : 0, NULL);
+        if (r > 0)
+            return (long)side->msgs[0].msg_len - MMSG_HEADER;
+        if (r < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)
+            return -1;
+        if (!spin)
+            ch ^= 1; /* blocking: wait on the first socket, where the echo arrives */
+    }
+}
+
+static int udp_mmsg_rt(int fd, unsigned char *buf, const struct sockaddr_in *peer)
+{
+    (void)fd;
+    (void)peer;
+    if (mmsg_send(&mmsg_parent, buf, rtt_size))
+        return -1;
+    return mmsg_poll(&mmsg_parent) == (long)rtt_size ? 0 : -1;
+}
+
+static void bench_udp_mmsg(void)
+{
+    struct mmsg_side child_side;
+    struct sockaddr_in pa[2], ca[2];
+    for (int i = 0; i < 2; i++) {
+        mmsg_parent.fds[i] = bound_socket(SOCK_DGRAM, &pa[i]);
+        child_side.fds[i] = bound_socket(SOCK_DGRAM, &ca[i]);
+    }
+    mmsg_parent.to = ca[0];
+    child_side.to = pa[0];
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0)
+        die("fork");
+    if (child == 0) { /* echo peer */
+        pin_to(1);
+        mmsg_init(&child_side);
+        for (;;) {
+            long n = mmsg_poll(&child_side);
+            if (n < 0 || mmsg_send(&child_side, child_side.slots + MMSG_HEADER, (size_t)n))
+                _exit(1);
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        close(child_side.fds[i]);
+    pin_to(0);
+    mmsg_init(&mmsg_parent);
+    measure_rtt("udp_mmsg_rtt", udp_mmsg_rt, mmsg_parent.fds[0], &ca[0]);
+    kill(child, SIGTERM);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < 2; i++)
+        close(mmsg_parent.fds[i]);
+    free(mmsg_parent.slots);
+}
+
 static void bench_tcp(void)
 {
     struct sockaddr_in a;
@@ -402,7 +509,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--no-spin")) spin = 0;
         else if (!strcmp(a, "--quick")) quick = 1;
         else {
-            fprintf(stderr, "usage: limits [--test memcpy|udp_rtt|tcp_rtt|all] [--min B] "
+            fprintf(stderr, "usage: limits [--test memcpy|udp_rtt|udp_mmsg_rtt|tcp_rtt|all] [--min B] "
                             "[--max B] [--sizes a,b,c] [--rtt-size B] [--target-ms T] "
                             "[--reps R] [--no-pin] [--no-spin] [--quick]\n");
             return 2;
@@ -429,8 +536,10 @@ int main(int argc, char **argv)
     fflush(stdout);
     if (do_memcpy)
         bench_memcpy();
-    if (do_udp)
+    if (do_udp) {
         bench_udp();
+        bench_udp_mmsg();
+    }
     if (do_tcp)
         bench_tcp();
     return 0;

@@ -12,6 +12,7 @@
 mod configs;
 mod demo;
 mod fi_pingpong;
+mod floors;
 mod imb;
 mod measure;
 mod memory;

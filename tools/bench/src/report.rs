@@ -106,7 +106,7 @@ pub fn table(all: &Summaries, configs: &[String], baseline: &str, rounds: u32) -
     if !limits.is_empty() {
         let _ = writeln!(
             out,
-            "# machine limits (no MPI; medians over rounds): udp_rtt, tcp_rtt a whole round \
+            "# machine limits (no MPI; medians over rounds): udp_rtt, udp_mmsg_rtt, tcp_rtt a whole round \
              trip; fi_pingpong_* libfabric's own ping-pong, half a round trip like latency"
         );
         let width = limits

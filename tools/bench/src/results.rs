@@ -10,6 +10,7 @@ pub const TEST_ORDER: &[&str] = &[
     "rate",
     "memcpy",
     "udp_rtt",
+    "udp_mmsg_rtt",
     "tcp_rtt",
     "fi_pingpong_tcp",
     "fi_pingpong_shm",

@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod context;
-pub mod hash;
+pub use fast_hash as hash;
 pub mod host;
 pub mod provider;
 pub mod stats;

@@ -2,9 +2,10 @@
 //! events collected for the BTL to hand to ob1. Everything here runs under the
 //! module's engine lock and never calls into ob1.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 
+use fast_hash::FastMap;
 use rusnic_core::fault::{FaultConfig, FaultInjector};
 use rusnic_core::wire::MAX_DATA_HEADER_LEN;
 use rusnic_core::{
@@ -46,15 +47,17 @@ pub struct Engine {
     core: Option<Endpoint>,
     backend: Box<dyn Backend>,
     /// Each peer's priority and data channel addresses.
-    addrs: HashMap<u64, [SocketAddrV4; 2]>,
+    addrs: FastMap<u64, [SocketAddrV4; 2]>,
     /// Datagrams the backend could not take yet (full socket buffer), per channel.
     backlog: [VecDeque<(SocketAddrV4, Transmit)>; 2],
+    /// Each channel's datagrams of one transmit pass (kept: a send allocates nothing).
+    lanes: [Vec<(SocketAddrV4, Transmit)>; 2],
     /// Fragments the core refused as busy: kept here so a send never fails.
     overflow: VecDeque<Waiting>,
     /// Seeded in-process fault injection, when enabled.
     fault_cfg: Option<(u64, FaultConfig)>,
     /// One injector per (peer, channel) so a held-back datagram keeps its destination.
-    faults: HashMap<(u64, usize), FaultInjector>,
+    faults: FastMap<(u64, usize), FaultInjector>,
     next_id: u64,
     /// Counters of connections already torn down (del_procs runs before finalize).
     retired: Stats,
@@ -79,11 +82,12 @@ impl Engine {
             key,
             core: None,
             backend,
-            addrs: HashMap::new(),
+            addrs: FastMap::default(),
             backlog: [VecDeque::new(), VecDeque::new()],
+            lanes: [Vec::new(), Vec::new()],
             overflow: VecDeque::new(),
             fault_cfg: faults,
-            faults: HashMap::new(),
+            faults: FastMap::default(),
             next_id: 1,
             retired: Stats::default(),
             scratch: Vec::new(),
@@ -314,8 +318,7 @@ impl Engine {
             if q.is_empty() {
                 continue;
             }
-            let batch: Vec<(SocketAddrV4, [&[u8]; 2])> = q.iter().map(gather).collect();
-            let sent = self.backend.send(ch, &batch);
+            let sent = self.backend.send(ch, q.make_contiguous());
             q.drain(..sent);
         }
         self.backlog.iter().all(VecDeque::is_empty)
@@ -341,7 +344,7 @@ impl Engine {
         }
         let mut total = 0;
         loop {
-            let mut out: [Vec<(SocketAddrV4, Transmit)>; 2] = [Vec::new(), Vec::new()];
+            let out = &mut self.lanes;
             let core = self.core.as_mut().expect("checked above");
             let mut n = 0;
             while n < TX_BATCH {
@@ -365,7 +368,7 @@ impl Engine {
                         lane.extend(
                             self.scratch
                                 .drain(..)
-                                .map(|b| (dst, Transmit::whole(ch, b))),
+                                .map(|b| (dst, Transmit::whole(ch, b.into()))),
                         );
                     }
                     None => lane.push((dst, t)),
@@ -381,20 +384,19 @@ impl Engine {
                         out[ch].extend(
                             self.scratch
                                 .drain(..)
-                                .map(|b| (dst, Transmit::whole(channel, b))),
+                                .map(|b| (dst, Transmit::whole(channel, b.into()))),
                         );
                     }
                 }
             }
             for ch in Channel::ALL {
-                let lane = std::mem::take(&mut out[index(ch)]);
+                let lane = &mut self.lanes[index(ch)];
                 if lane.is_empty() {
                     continue;
                 }
-                let batch: Vec<(SocketAddrV4, [&[u8]; 2])> = lane.iter().map(gather).collect();
-                let sent = self.backend.send(ch, &batch);
+                let sent = self.backend.send(ch, lane);
                 total += sent;
-                self.backlog[index(ch)].extend(lane.into_iter().skip(sent));
+                self.backlog[index(ch)].extend(lane.drain(..).skip(sent));
             }
             if n < TX_BATCH || !self.backlog.iter().all(VecDeque::is_empty) {
                 break;
@@ -492,9 +494,4 @@ fn receive_in_place(
         core.handle_datagram_parts_into(now, ch, None, (&head[..hlen], dest.bytes()), target);
     }
     InPlace::Budget(most)
-}
-
-/// A queued datagram as the backend's gather list: header, then payload.
-fn gather((addr, t): &(SocketAddrV4, Transmit)) -> (SocketAddrV4, [&[u8]; 2]) {
-    (*addr, [t.head.as_slice(), t.body.as_slice()])
 }

@@ -8,12 +8,13 @@
 
 mod rdma;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fast_hash::FastMap;
 use mca::btl::{
     Btl, BtlModule, Descriptor, RdmaCompletion, RdmaOp, Registration, SendStatus, SendiRefused,
 };
@@ -47,19 +48,39 @@ pub struct PeerEndpoint {
     id: u64,
 }
 
+/// What one progress pass collects, kept between passes so a pass allocates nothing.
+#[derive(Default)]
+struct PassBuffers {
+    events: Vec<(u64, Event)>,
+    /// Receive buffers to repost, per peer (a handful of peers per pass: a list).
+    reposts: Vec<(u64, u32)>,
+    /// Delivered fragments' buffers, back to the core for reuse.
+    spent: Vec<(u64, Vec<u8>)>,
+}
+
+impl PassBuffers {
+    fn repost(&mut self, peer: u64) {
+        match self.reposts.iter_mut().find(|(p, _)| *p == peer) {
+            Some((_, n)) => *n += 1,
+            None => self.reposts.push((peer, 1)),
+        }
+    }
+}
+
 pub struct Rusnic {
     engine: Mutex<Engine>,
-    /// Held by the one thread running progress; others skip instead of waiting.
-    progress: Mutex<()>,
+    /// Held by the one thread running progress (others skip instead of waiting), with
+    /// the buffers a pass reuses.
+    progress: Mutex<PassBuffers>,
     /// Descriptors whose callback is due (endpoint address, descriptor).
     completions: Mutex<VecDeque<(usize, Descriptor)>>,
     /// Sent descriptors whose callback waits for the peer's acknowledgement, by the
     /// engine's send id: (peer, endpoint address, descriptor).
-    awaiting_ack: Mutex<HashMap<u64, (u64, usize, Descriptor)>>,
-    peers: Mutex<HashMap<u64, Proc>>,
+    awaiting_ack: Mutex<FastMap<u64, (u64, usize, Descriptor)>>,
+    peers: Mutex<FastMap<u64, Proc>>,
     /// Each peer's endpoint as ob1 knows it (its address), from when add_procs placed it
     /// until del_procs: 5.0's receive descriptor names the sender by it.
-    endpoints: Mutex<HashMap<u64, usize>>,
+    endpoints: Mutex<FastMap<u64, usize>>,
     /// Emulated PUTs in progress (this process's side of ob1's RDMA protocol).
     puts: Mutex<Puts>,
     /// Buffers ob1 registered: the only memory arriving PUT data may land in. Locked
@@ -83,11 +104,11 @@ impl Rusnic {
     pub fn new(engine: Engine, ifaddrs: Vec<IfAddr>, contact: Contact, local_id: u64) -> Rusnic {
         Rusnic {
             engine: Mutex::new(engine),
-            progress: Mutex::new(()),
+            progress: Mutex::new(PassBuffers::default()),
             completions: Mutex::new(VecDeque::new()),
-            awaiting_ack: Mutex::new(HashMap::new()),
-            peers: Mutex::new(HashMap::new()),
-            endpoints: Mutex::new(HashMap::new()),
+            awaiting_ack: Mutex::new(FastMap::default()),
+            peers: Mutex::new(FastMap::default()),
+            endpoints: Mutex::new(FastMap::default()),
             puts: Mutex::new(Puts::default()),
             regions: Mutex::new(Regions::default()),
             isn: contact.isn,
@@ -133,13 +154,15 @@ impl Rusnic {
         let this: &Rusnic = btl;
         // A panic inside a delivery poisons the lock; progress must go on regardless
         // (the guard already reported the panic), or every later wait would hang.
-        let _running = match this.progress.try_lock() {
+        let mut pass = match this.progress.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
             Err(std::sync::TryLockError::WouldBlock) => return 0,
         };
         let mut handled = this.run_completions(btl);
-        let mut events = Vec::new();
+        // Taken out of the guard for the pass and put back (emptied) at its end, so their
+        // capacity stays; a panic in between only costs that capacity.
+        let mut events = std::mem::take(&mut pass.events);
         let now = this.now();
         let received;
         let strangers;
@@ -172,9 +195,7 @@ impl Rusnic {
             }
         }
         handled += events.len();
-        let mut reposts: HashMap<u64, u32> = HashMap::new();
-        let mut spent: Vec<(u64, Vec<u8>)> = Vec::new();
-        for (peer, event) in events {
+        for (peer, event) in events.drain(..) {
             match event {
                 Event::Deliver { tag, data } => {
                     if this.upcalls() {
@@ -183,13 +204,13 @@ impl Rusnic {
                         // holds exactly those); data lives until after the call.
                         unsafe { btl.deliver(from, tag, &[&data]) };
                     }
-                    *reposts.entry(peer).or_default() += 1;
-                    spent.push((peer, data));
+                    pass.repost(peer);
+                    pass.spent.push((peer, data));
                 }
                 Event::Put { .. } => {
                     // Only datagrams handled without a PutTarget make these, and pump_rx
                     // always passes one; still free its buffer.
-                    *reposts.entry(peer).or_default() += 1;
+                    pass.repost(peer);
                 }
                 Event::SendComplete { id } => this.acked(btl, id, sys::OPAL_SUCCESS),
                 Event::SendFailed { id } => this.acked(btl, id, sys::OPAL_ERR_UNREACH),
@@ -204,12 +225,13 @@ impl Rusnic {
                 }
             }
         }
-        if !reposts.is_empty() || received > 0 {
+        pass.events = events;
+        if !pass.reposts.is_empty() || received > 0 {
             let mut eng = this.engine();
-            for (peer, n) in reposts {
+            for (peer, n) in pass.reposts.drain(..) {
                 eng.repost(peer, n);
             }
-            for (peer, buf) in spent {
+            for (peer, buf) in pass.spent.drain(..) {
                 eng.recycle(peer, buf);
             }
             // Reposts may reopen a window the peer waits for (an immediate ACK).

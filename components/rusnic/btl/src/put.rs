@@ -3,7 +3,7 @@
 //! completes when every piece was acknowledged (or failed) and the core and the backend
 //! have let go of every lent buffer: only then may ob1 reuse the memory.
 
-use std::collections::HashMap;
+use fast_hash::FastMap;
 use std::sync::Arc;
 
 use mca::btl::RdmaCompletion;
@@ -27,8 +27,8 @@ impl<C> PutOp<C> {
 
 pub struct Puts<C = RdmaCompletion> {
     /// Engine send id of a piece → its put.
-    piece_of: HashMap<u64, u64>,
-    ops: HashMap<u64, PutOp<C>>,
+    piece_of: FastMap<u64, u64>,
+    ops: FastMap<u64, PutOp<C>>,
     next_op: u64,
     /// Puts whose pieces all ended, waiting for their lent buffers to be released.
     finishing: Vec<PutOp<C>>,
@@ -37,8 +37,8 @@ pub struct Puts<C = RdmaCompletion> {
 impl<C> Default for Puts<C> {
     fn default() -> Self {
         Puts {
-            piece_of: HashMap::new(),
-            ops: HashMap::new(),
+            piece_of: FastMap::default(),
+            ops: FastMap::default(),
             next_op: 0,
             finishing: Vec::new(),
         }

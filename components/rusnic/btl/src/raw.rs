@@ -6,6 +6,8 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::RawFd;
 
+use rusnic_core::Transmit;
+
 /// One IPv4 address of a local interface.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IfAddr {
@@ -104,52 +106,67 @@ fn sockaddr_of(addr: SocketAddrV4) -> libc::sockaddr_in {
     }
 }
 
-fn addr_of(sin: &libc::sockaddr_in) -> SocketAddrV4 {
-    SocketAddrV4::new(
-        Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
-        u16::from_be(sin.sin_port),
-    )
+/// `sendmmsg`'s headers, kept between calls so a send allocates nothing: refilled by
+/// every `send_batch`, their pointers are never read after it returns.
+#[derive(Default)]
+pub struct SendScratch {
+    names: Vec<libc::sockaddr_in>,
+    iovs: Vec<[libc::iovec; 2]>,
+    msgs: Vec<libc::mmsghdr>,
 }
 
-/// Sends `batch` (destination, [header, payload]) with as few `sendmmsg` calls as
-/// possible, each datagram gathered from its two parts by the kernel (no copy here).
+// SAFETY: the raw pointers inside point into the scratch's own heap buffers and are only
+// dereferenced (by the kernel) during the `send_batch` call that set them.
+unsafe impl Send for SendScratch {}
+
+fn iovec_of(bytes: &[u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: bytes.as_ptr() as *mut libc::c_void,
+        iov_len: bytes.len(),
+    }
+}
+
+/// Sends `batch` (destination, datagram) with as few `sendmmsg` calls as possible, each
+/// datagram gathered from its header and payload by the kernel (no copy here).
 /// Returns how many datagrams the kernel took; the rest hit a full socket buffer
 /// (`EAGAIN`) and should be retried later. Other per-datagram errors (unreachable
 /// port after a peer exited) count as sent: the protocol recovers or reports.
-pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
+pub fn send_batch(
+    fd: RawFd,
+    batch: &[(SocketAddrV4, Transmit)],
+    scratch: &mut SendScratch,
+) -> usize {
     const MAX: usize = 64;
+    let SendScratch { names, iovs, msgs } = scratch;
     let mut sent = 0;
     while sent < batch.len() {
         let part = &batch[sent..batch.len().min(sent + MAX)];
-        let mut names: Vec<libc::sockaddr_in> = part.iter().map(|(a, _)| sockaddr_of(*a)).collect();
-        let mut iovs: Vec<[libc::iovec; 2]> = part
-            .iter()
-            .map(|(_, parts)| {
-                parts.map(|b| libc::iovec {
-                    iov_base: b.as_ptr() as *mut libc::c_void,
-                    iov_len: b.len(),
-                })
-            })
-            .collect();
-        let mut msgs: Vec<libc::mmsghdr> = (0..part.len())
-            .map(|i| {
-                // SAFETY: an all-zero msghdr is a valid empty header.
-                let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
-                hdr.msg_name = (&raw mut names[i]).cast();
-                hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-                hdr.msg_iov = iovs[i].as_mut_ptr();
-                // An empty payload part is left out rather than passed as a 0-length iovec.
-                hdr.msg_iovlen = if part[i].1[1].is_empty() { 1 } else { 2 };
-                libc::mmsghdr {
-                    msg_hdr: hdr,
-                    msg_len: 0,
-                }
-            })
-            .collect();
+        names.clear();
+        iovs.clear();
+        msgs.clear();
+        names.extend(part.iter().map(|(a, _)| sockaddr_of(*a)));
+        iovs.extend(
+            part.iter()
+                .map(|(_, t)| [iovec_of(&t.head), iovec_of(t.body.as_slice())]),
+        );
+        // `names` and `iovs` are complete: their buffers stay put while `msgs` points in.
+        msgs.extend(part.iter().enumerate().map(|(i, (_, t))| {
+            // SAFETY: an all-zero msghdr is a valid empty header.
+            let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+            hdr.msg_name = (&raw mut names[i]).cast();
+            hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            hdr.msg_iov = iovs[i].as_mut_ptr();
+            // An empty payload part is left out rather than passed as a 0-length iovec.
+            hdr.msg_iovlen = if t.body.as_slice().is_empty() { 1 } else { 2 };
+            libc::mmsghdr {
+                msg_hdr: hdr,
+                msg_len: 0,
+            }
+        }));
         // The raw system call, as for recvmmsg below: no cancellation-point bracketing.
-        // SAFETY: every header points into `names`/`iovs`, which outlive the call, and
-        // the iovecs point at the caller's byte slices (only read by the kernel); each
-        // header's iovec count is at most the 2 of its array.
+        // SAFETY: every header points into `names`/`iovs`, which are not touched until
+        // the call returns, and the iovecs point at the batch's bytes (only read by the
+        // kernel); each header's iovec count is at most the 2 of its array.
         let rc = unsafe {
             libc::syscall(
                 libc::SYS_sendmmsg,
@@ -179,10 +196,11 @@ pub fn send_batch(fd: RawFd, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
     sent
 }
 
-/// Reusable receive slots for `recvmmsg`.
+/// Reusable receive slots for `recvmmsg`. No source addresses are asked for: a datagram
+/// is known by its sender id and tag, never by where it came from, and an empty poll
+/// (progress polls empty sockets constantly) then has nothing to reset.
 pub struct RecvSlots {
     bufs: Vec<Vec<u8>>,
-    names: Vec<libc::sockaddr_in>,
     /// Never read from Rust: the headers in `msgs` point into it.
     _iovs: Vec<libc::iovec>,
     msgs: Vec<libc::mmsghdr>,
@@ -196,8 +214,6 @@ impl RecvSlots {
     /// `count` slots of `size` bytes each.
     pub fn new(count: usize, size: usize) -> RecvSlots {
         let mut bufs: Vec<Vec<u8>> = (0..count).map(|_| vec![0u8; size]).collect();
-        // SAFETY: zeroed sockaddr_in is a valid (unspecified) address.
-        let mut names: Vec<libc::sockaddr_in> = vec![unsafe { std::mem::zeroed() }; count];
         let mut iovs: Vec<libc::iovec> = bufs
             .iter_mut()
             .map(|b| libc::iovec {
@@ -207,10 +223,8 @@ impl RecvSlots {
             .collect();
         let msgs = (0..count)
             .map(|i| {
-                // SAFETY: an all-zero msghdr is a valid empty header.
+                // SAFETY: an all-zero msghdr is a valid empty header (no name wanted).
                 let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
-                hdr.msg_name = (&raw mut names[i]).cast();
-                hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
                 hdr.msg_iov = &raw mut iovs[i];
                 hdr.msg_iovlen = 1;
                 libc::mmsghdr {
@@ -221,7 +235,6 @@ impl RecvSlots {
             .collect();
         RecvSlots {
             bufs,
-            names,
             _iovs: iovs,
             msgs,
         }
@@ -232,19 +245,17 @@ impl RecvSlots {
         self.msgs.len()
     }
 
-    /// Receives up to the slot count without blocking and calls `f` for each datagram
-    /// with its source. A datagram longer than a slot arrives truncated (MSG_TRUNC is
-    /// not requested): the core then rejects it as malformed.
-    pub fn receive(&mut self, fd: RawFd, f: &mut dyn FnMut(SocketAddrV4, &[u8])) -> usize {
-        for m in &mut self.msgs {
-            m.msg_hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
-            m.msg_len = 0;
-        }
+    /// Receives up to the slot count without blocking and calls `f` for each datagram.
+    /// A datagram longer than a slot arrives truncated (MSG_TRUNC is not requested): the
+    /// core then rejects it as malformed.
+    pub fn receive(&mut self, fd: RawFd, f: &mut dyn FnMut(&[u8])) -> usize {
+        // Only `msg_len` and `msg_flags` are written by the kernel, and only those of the
+        // datagrams it returns, which are read below: nothing to reset before a call.
         // The raw system call, not glibc's wrapper: that one is a thread cancellation
         // point and brackets the call with two cancellation-state switches, a visible
         // share of an empty poll's cost (and progress polls empty sockets constantly).
-        // SAFETY: every header points into this struct's own name/iovec/buffer storage,
-        // which is alive and not otherwise borrowed during the call; the arguments are
+        // SAFETY: every header points into this struct's own iovec/buffer storage, which
+        // is alive and not otherwise borrowed during the call; the arguments are
         // recvmmsg's, with a null timeout.
         let rc = unsafe {
             libc::syscall(
@@ -262,7 +273,7 @@ impl RecvSlots {
         let n = rc as usize;
         for i in 0..n {
             let len = (self.msgs[i].msg_len as usize).min(self.bufs[i].len());
-            f(addr_of(&self.names[i]), &self.bufs[i][..len]);
+            f(&self.bufs[i][..len]);
         }
         n
     }

@@ -31,7 +31,7 @@ pub type Shared = Arc<dyn Payload>;
 pub struct Transmit {
     pub channel: Channel,
     /// Header and extensions (the whole datagram when `body` is empty).
-    pub head: Vec<u8>,
+    pub head: Head,
     /// Payload bytes following `head`, a range of the fragment's shared buffer.
     pub body: Body,
 }
@@ -39,7 +39,7 @@ pub struct Transmit {
 impl Transmit {
     /// A datagram that is all header (ACKs, probes).
     #[must_use]
-    pub fn whole(channel: Channel, bytes: Vec<u8>) -> Transmit {
+    pub fn whole(channel: Channel, bytes: Head) -> Transmit {
         Transmit {
             channel,
             head: bytes,
@@ -67,6 +67,72 @@ impl Transmit {
         v
     }
 }
+
+/// Header bytes held inline: every data header and every ACK fits
+/// ([`crate::wire::MAX_ACK_LEN`] is the longest).
+pub const INLINE_HEAD: usize = crate::wire::MAX_ACK_LEN;
+
+/// A datagram's header: inline (no allocation per datagram, the common case) or, for a
+/// connectivity probe padded to a path MTU, on the heap. Reads as its bytes.
+#[derive(Clone)]
+pub enum Head {
+    Inline { len: u8, bytes: [u8; INLINE_HEAD] },
+    Heap(Vec<u8>),
+}
+
+impl Head {
+    /// `len` zero bytes, to be filled in place.
+    #[must_use]
+    pub fn zeroed(len: usize) -> Head {
+        if len <= INLINE_HEAD {
+            Head::Inline {
+                len: len as u8,
+                bytes: [0; INLINE_HEAD],
+            }
+        } else {
+            Head::Heap(vec![0; len])
+        }
+    }
+}
+
+impl From<Vec<u8>> for Head {
+    fn from(v: Vec<u8>) -> Head {
+        Head::Heap(v)
+    }
+}
+
+impl std::ops::Deref for Head {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Head::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Head::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Head {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            Head::Inline { len, bytes } => &mut bytes[..usize::from(*len)],
+            Head::Heap(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Debug for Head {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Head) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Head {}
 
 /// A byte range of a [`Shared`] fragment buffer (empty by default).
 #[derive(Clone, Debug, Default)]

@@ -6,7 +6,7 @@ mod udp;
 
 use std::net::SocketAddrV4;
 
-use rusnic_core::Channel;
+use rusnic_core::{Channel, Transmit};
 
 use crate::raw_put::Placement;
 
@@ -19,10 +19,10 @@ pub trait Backend: Send {
     fn ports(&self) -> [u16; 2];
     /// Largest datagram the data channel carries.
     fn max_datagram(&self) -> usize;
-    /// Sends datagrams on `channel`, each given as a destination and the two parts
-    /// (header, payload) that follow each other on the wire; returns how many were taken.
+    /// Sends datagrams on `channel`, each given as a destination and the datagram (its
+    /// header and payload follow each other on the wire); returns how many were taken.
     /// The rest hit a full queue and must be offered again later.
-    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize;
+    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, Transmit)]) -> usize;
     /// Receives what arrived on `channel` (a bounded batch), calling `f` per datagram.
     fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize;
     /// Most datagrams one `recv` returns: fewer means the queue was empty at that moment.

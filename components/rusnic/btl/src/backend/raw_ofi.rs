@@ -9,7 +9,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use fabric_sys as fi;
-use rusnic_core::Channel;
+use rusnic_core::{Channel, Transmit};
 
 use super::{Backend, index};
 
@@ -344,9 +344,9 @@ impl Backend for OfiBackend {
         self.mtu
     }
 
-    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
+    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, Transmit)]) -> usize {
         let mut sent = 0;
-        for (to, bytes) in batch {
+        for (to, datagram) in batch {
             let Some(dest) = self.fi_addr(*to) else {
                 // Not insertable: count it as sent and let the protocol report the peer.
                 sent += 1;
@@ -357,7 +357,7 @@ impl Backend for OfiBackend {
             lane.next_tx = (lane.next_tx + 1) & !TX_BIT;
             // The provider keeps the buffer until completion: one contiguous copy (the
             // datagrams here are at most 1472 bytes).
-            let buf = [bytes[0], bytes[1]].concat();
+            let buf = datagram.to_vec();
             // SAFETY: the endpoint is enabled; the buffer is kept in `lane.tx` until
             // its send completion is read, so the provider may read it until then.
             let rc = unsafe {

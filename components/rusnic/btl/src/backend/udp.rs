@@ -4,15 +4,16 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 
-use rusnic_core::Channel;
+use rusnic_core::{Channel, Transmit};
 
 use super::{Backend, index};
-use crate::raw::{self, RecvSlots};
+use crate::raw::{self, RecvSlots, SendScratch};
 use crate::raw_put::Placement;
 
 pub struct UdpBackend {
     sockets: [UdpSocket; 2],
     slots: [RecvSlots; 2],
+    sending: SendScratch,
     mtu: usize,
 }
 
@@ -68,6 +69,7 @@ impl UdpBackend {
                 RecvSlots::new(batch, mtu_priority + 1),
                 RecvSlots::new(batch, mtu_data + 1),
             ],
+            sending: SendScratch::default(),
             mtu: mtu_data,
         })
     }
@@ -83,8 +85,9 @@ impl Backend for UdpBackend {
         self.mtu
     }
 
-    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, [&[u8]; 2])]) -> usize {
-        raw::send_batch(self.sockets[index(channel)].as_raw_fd(), batch)
+    fn send(&mut self, channel: Channel, batch: &[(SocketAddrV4, Transmit)]) -> usize {
+        let fd = self.sockets[index(channel)].as_raw_fd();
+        raw::send_batch(fd, batch, &mut self.sending)
     }
 
     fn recv_batch(&self) -> usize {
@@ -94,7 +97,7 @@ impl Backend for UdpBackend {
     fn recv(&mut self, channel: Channel, f: &mut dyn FnMut(&[u8])) -> usize {
         let i = index(channel);
         let fd = self.sockets[i].as_raw_fd();
-        self.slots[i].receive(fd, &mut |_, bytes| f(bytes))
+        self.slots[i].receive(fd, f)
     }
 
     fn receives_in_place(&self) -> bool {

@@ -6,9 +6,7 @@ use crate::event::{Body, Transmit};
 use crate::seq::wire;
 use crate::time::Instant;
 use crate::window::send::SentSeg;
-use crate::wire::{
-    AckInfo, Channel, ChunkInfo, Kind, MAX_DATA_HEADER_LEN, Packet, Probe, SMALL_PROBE_LEN,
-};
+use crate::wire::{AckInfo, Channel, ChunkInfo, Kind, Packet, Probe, SMALL_PROBE_LEN};
 
 impl Connection {
     /// Next datagram to send, or `None` when nothing is due. Priority: connectivity
@@ -81,10 +79,10 @@ impl Connection {
         p.sacks = self.rcv.sacks();
         p.rnr = self.rnr_due;
         p.ack_req = ack_req;
-        let bytes = p.to_vec_keyed(&self.tx_key);
+        let head = p.head_keyed(&self.tx_key);
         self.ack_sent(true);
         self.stats.num_ack_sends += 1;
-        Transmit::whole(Channel::Priority, bytes)
+        Transmit::whole(Channel::Priority, head)
     }
 
     fn transmit_probe(&mut self, now: Instant) -> Option<Transmit> {
@@ -108,7 +106,10 @@ impl Connection {
         p.probe = Some(Probe { nonce, size });
         p.payload = &pad;
         self.stats.num_total_sends += 1;
-        Some(Transmit::whole(channel, p.to_vec_keyed(&self.tx_key)))
+        Some(Transmit::whole(
+            channel,
+            p.to_vec_keyed(&self.tx_key).into(),
+        ))
     }
 
     /// Cuts the next segment from the queue if window and grant allow.
@@ -195,8 +196,7 @@ impl Connection {
         p.payload_crc = send_payload_crc;
         let (start, end) = (seg.start, seg.start + seg.len);
         p.payload = &seg.data.bytes()[start..end];
-        let mut head = Vec::with_capacity(MAX_DATA_HEADER_LEN);
-        p.encode_header_keyed(&mut head, &key);
+        let head = p.head_keyed(&key);
         let body = Body::new(seg.data.clone(), start, end);
         self.ack_sent(false);
         if resend {

@@ -1,10 +1,14 @@
-//! A fast hasher for rofi's own maps, keyed by small integers the job itself makes
-//! (communicator ids, process names, operation ids, handle addresses).
+//! A fast hasher for maps keyed by small integers the job itself makes (rofi's
+//! communicator ids, process names, operation ids, handle addresses; rusnic's peer ids
+//! and send ids).
 //!
-//! std's default (SipHash-1-3, seeded per map) costs about 100 instructions per lookup
-//! here: counted with callgrind, host matching's sequence number alone took a fifth of
-//! an 8-byte `MPI_Isend` on shm. SipHash guards maps against keys an adversary picks; these
-//! keys come from the job's own processes, so a multiply-and-add per word is enough.
+//! std's default (SipHash-1-3, seeded per map) costs about 100 instructions per lookup:
+//! counted with callgrind, rofi's host matching's sequence number alone took a fifth of
+//! an 8-byte `MPI_Isend` on shm, and rusnic's peer lookups a tenth of a received message.
+//! SipHash guards maps against keys an adversary picks; these keys come from the job's
+//! own processes (a rusnic datagram from outside the job is dropped by its tag before any
+//! lookup, and only the job's own processes are ever inserted), so a multiply-and-add per
+//! word is enough.
 //! A product's low bits depend only on the key's low bits (handle addresses, aligned, have
 //! theirs all zero), so `finish` folds the well-mixed high half into them: hashbrown
 //! takes the bucket from the low bits and a control byte from the top seven.
