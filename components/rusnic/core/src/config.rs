@@ -74,7 +74,12 @@ impl Default for Config {
             rto_initial: 5 * MS,
             rto_min: MS,
             rto_max: 1_000 * MS,
-            ack_delay: 50 * US,
+            // A peer that polls acknowledges within one progress pass (an empty pass
+            // flushes delayed ACKs), so this bounds only a peer busy elsewhere; it is also
+            // the slack of the tail-loss probe, which decides what a lost message of a
+            // ping-pong costs: 50 us made 8-byte latency at 5 % loss 3.3x lossless, 10 us
+            // 2.5x (quiet machine, 2026-12-03, docs/rusnic-measurements.md).
+            ack_delay: 10 * US,
             ack_every: 16,
             dup_ack_threshold: 3,
             mtu_priority: 768 + HEADER_LEN as u16,
@@ -89,10 +94,10 @@ impl Default for Config {
             backoff_min: 100 * US,
             backoff_max: 100 * MS,
             tail_probe: true,
-            // Off until its cost at low loss is understood: measured on a quiet machine
-            // (docs/bench/rusnic-rack.txt), 4 MiB bandwidth at 1 % loss fell from 0.97
-            // to 0.81 of lossless while 5 % rose from 0.65 to 0.76.
-            rack: false,
+            // On a quiet machine (2026-12-03, 9 rounds) 4 MiB bandwidth at 5 % loss was
+            // 0.88-0.94 of lossless with RACK and 0.59 without, at 1 % 0.93-0.97 with and
+            // 0.91-0.92 without (docs/rusnic-measurements.md).
+            rack: true,
             max_timeouts: 0,
         }
     }

@@ -238,21 +238,7 @@ fn registry41() -> Vec<BenchConfig> {
                     ("btl_rusnic_rack", "0"),
                 ],
                 "mca_btl_rusnic.so",
-                "rusnic without RACK loss detection (the default): a lost retransmission waits for the retransmission timeout",
-            )
-        },
-        BenchConfig {
-            loss: Some(RUSNIC_LOSS),
-            ..ours(
-                "rusnic-rack",
-                &[
-                    ("pml", "ob1"),
-                    ("btl", "self,rusnic"),
-                    ("btl_rusnic_if_include", "lo"),
-                    ("btl_rusnic_rack", "1"),
-                ],
-                "mca_btl_rusnic.so",
-                "rusnic with RACK loss detection (off by default): lost retransmissions repaired without the timeout",
+                "rusnic without RACK loss detection (on by default since 2026-12-03): a lost retransmission waits for the retransmission timeout",
             )
         },
         BenchConfig {
