@@ -287,18 +287,28 @@ static void measure_rtt(const char *test, rt_fn fn, int fd, const struct sockadd
     free(buf);
 }
 
+/* Forks the echo peer of a round-trip test: returns 0 in the child, pinned to CPU 1,
+ * and the child's pid in the parent. Output is flushed first so that nothing buffered
+ * is written twice. */
+static pid_t fork_echo_peer(void)
+{
+    fflush(NULL);
+    pid_t child = fork();
+    if (child < 0)
+        die("fork");
+    if (child == 0)
+        pin_to(1);
+    return child;
+}
+
 static void bench_udp(void)
 {
     struct sockaddr_in a, b;
     int fa = bound_socket(SOCK_DGRAM, &a);
     int fb = bound_socket(SOCK_DGRAM, &b);
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0)
-        die("fork");
+    pid_t child = fork_echo_peer();
     if (child == 0) { /* echo peer */
         close(fa);
-        pin_to(1);
         unsigned char buf[65536];
         for (;;) {
             struct sockaddr_in from;
@@ -398,12 +408,8 @@ static void bench_udp_mmsg(void)
     }
     mmsg_parent.to = ca[0];
     child_side.to = pa[0];
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0)
-        die("fork");
+    pid_t child = fork_echo_peer();
     if (child == 0) { /* echo peer */
-        pin_to(1);
         mmsg_init(&child_side);
         for (;;) {
             long n = mmsg_poll(&child_side);
@@ -430,12 +436,8 @@ static void bench_tcp(void)
     int one = 1;
     if (listen(lfd, 1) != 0)
         die("listen");
-    fflush(NULL);
-    pid_t child = fork();
-    if (child < 0)
-        die("fork");
+    pid_t child = fork_echo_peer();
     if (child == 0) { /* echo peer */
-        pin_to(1);
         int c = accept(lfd, NULL, NULL);
         if (c < 0)
             _exit(1);

@@ -150,14 +150,14 @@ pub fn send_batch(
                 .map(|(_, t)| [iovec_of(&t.head), iovec_of(t.body.as_slice())]),
         );
         // `names` and `iovs` are complete: their buffers stay put while `msgs` points in.
-        msgs.extend(part.iter().enumerate().map(|(i, (_, t))| {
+        msgs.extend((0..part.len()).map(|i| {
             // SAFETY: an all-zero msghdr is a valid empty header.
             let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
             hdr.msg_name = (&raw mut names[i]).cast();
             hdr.msg_namelen = size_of::<libc::sockaddr_in>() as libc::socklen_t;
             hdr.msg_iov = iovs[i].as_mut_ptr();
             // An empty payload part is left out rather than passed as a 0-length iovec.
-            hdr.msg_iovlen = if t.body.as_slice().is_empty() { 1 } else { 2 };
+            hdr.msg_iovlen = if iovs[i][1].iov_len == 0 { 1 } else { 2 };
             libc::mmsghdr {
                 msg_hdr: hdr,
                 msg_len: 0,

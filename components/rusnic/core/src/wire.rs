@@ -255,7 +255,7 @@ impl<'a> Packet<'a> {
     /// Bytes this packet occupies on the wire.
     #[must_use]
     pub fn encoded_len(&self) -> usize {
-        header_len(self.kind, self.sacks.len(), self.put_addr.is_some()) + self.payload.len()
+        self.header_len() + self.payload.len()
     }
 
     /// [`Packet::encode_header_keyed`] with [`Key::ZERO`] (tests and tools).
@@ -327,12 +327,8 @@ impl<'a> Packet<'a> {
         put(&ack.ack.to_le_bytes());
         put(&ack.credits.to_le_bytes());
         put(&(self.payload.len() as u16).to_le_bytes());
-        // The two checks (CRC_OFFSET..CHECKS_END) stay zero until the end.
-        at = CHECKS_END;
-        let mut put = |bytes: &[u8]| {
-            head[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        };
+        // The two checks (CRC_OFFSET..CHECKS_END), filled in last.
+        put(&[0; CHECKS_END - CRC_OFFSET]);
         for b in self.sacks.as_slice() {
             put(&b.start.to_le_bytes());
             put(&b.len.to_le_bytes());
