@@ -14,6 +14,7 @@ mod demo;
 mod fi_pingpong;
 mod floors;
 mod imb;
+mod loss;
 mod measure;
 mod memory;
 mod netpipe;

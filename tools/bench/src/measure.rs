@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::configs::{self, BenchConfig, Series};
 use crate::options::Options;
 use crate::results::{self, Sample};
-use crate::{demo, fi_pingpong, floors, netpipe, pairs, plot, regress, report, run};
+use crate::{demo, fi_pingpong, floors, loss, netpipe, pairs, plot, regress, report, run};
 
 /// The pairs NetPIPE runs for: 4.1's (NetPIPE on PATH is built for the system's Open
 /// MPI) whose two configurations are both measured, and the configurations of them.
@@ -227,6 +227,7 @@ pub fn measure(opts: &Options) -> Result<ExitCode, String> {
     let pairs_table = pairs::table(&samples, &names);
     let fipp_table = fi_pingpong::table(&samples, &fi_pingpong::compared(mcas()));
     let floors_table = floors::table(&samples, &names);
+    let loss_table = loss::table(&samples, &names);
     let binary_name = np_binary
         .as_deref()
         .and_then(Path::file_name)
@@ -240,12 +241,13 @@ pub fn measure(opts: &Options) -> Result<ExitCode, String> {
     if opts.demo {
         print!("{}", demo::table(&summaries, &names));
     } else {
-        print!("{table}{pairs_table}{fipp_table}{floors_table}{np_table}{regressions}");
+        print!("{table}{pairs_table}{fipp_table}{floors_table}{loss_table}{np_table}{regressions}");
     }
     let mut text = table.clone();
     text.push_str(&pairs_table);
     text.push_str(&fipp_table);
     text.push_str(&floors_table);
+    text.push_str(&loss_table);
     text.push_str(&np_table);
     text.push_str(&report::winners(&summaries, &names));
     write_file(&opts.out.join("summary.txt"), &text)?;

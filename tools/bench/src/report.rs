@@ -41,7 +41,7 @@ fn mpi_points(all: &Summaries) -> Vec<PointKey> {
     keys
 }
 
-fn human_size(bytes: u64) -> String {
+pub fn human_size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}M", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}K", b >> 10),
