@@ -329,10 +329,20 @@ pub fn verdict(points: &[Point], ours: &str, stock: &str, counts: &[u32]) -> Str
             .filter(|(o, s)| f(o) > f(s))
             .map(|(o, s)| format!("{} ranks x{:.2}", o.ranks, f(o) as f64 / f(s) as f64))
             .collect();
-        let growth = |a: &Point, b: &Point| f(b) as f64 / f(a).max(1) as f64;
+        // The factor, then the bytes it adds: a small first count makes a large factor
+        // of few bytes, so both are shown.
+        let growth = |a: &Point, b: &Point| {
+            let added = f(b).saturating_sub(f(a)) as f64;
+            let per_rank = added / f64::from(b.ranks.saturating_sub(a.ranks).max(1)) / 1024.0;
+            format!(
+                "x{:.1} (+{:.2} MiB, +{per_rank:.0} KiB a rank)",
+                f(b) as f64 / f(a).max(1) as f64,
+                added / (1024.0 * 1024.0)
+            )
+        };
         let _ = writeln!(
             t,
-            "{ours} vs {stock}, {what}: {}; growth {}->{} ranks: {ours} x{:.1}, {stock} x{:.1}",
+            "{ours} vs {stock}, {what}: {}; growth {}->{} ranks: {ours} {}, {stock} {}",
             if over.is_empty() {
                 "at most the stock one's at every count".to_owned()
             } else {

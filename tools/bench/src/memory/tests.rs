@@ -91,7 +91,7 @@ fn tables_say_where_ours_maps_more_than_stock() {
     let base = at(BASELINE, 1, 0, 0, 2.0 * 1024.0 * 1024.0);
     let shm: Vec<String> = names[..2].to_vec();
     let t = table(&points, &names, &shm, &[2, 16], Some(&base));
-    assert!(t.contains("rsmcuda vs stock-vader, mapped: at most the stock one's at every count; growth 2->16 ranks: rsmcuda x9.3, stock-vader x8.0"), "{t}");
+    assert!(t.contains("rsmcuda vs stock-vader, mapped: at most the stock one's at every count; growth 2->16 ranks: rsmcuda x9.3 (+25.00 MiB, +1829 KiB a rank), stock-vader x8.0 (+56.00 MiB, +4096 KiB a rank)"), "{t}");
     assert!(
         t.contains("allocated: MORE than the stock one's at 2 ranks x3.00, 16 ranks x7.00"),
         "{t}"
