@@ -25,7 +25,7 @@ use rofi_core::host::wire::{self, Message};
 use rofi_core::host::{Envelope, Order, Pattern};
 
 use crate::engine::Engine;
-use crate::host_state::{Action, Actions, Control, Delivery, Host, State};
+use crate::host_state::{Action, Actions, Control, Delivery, FewActions, Host, State};
 use crate::raw::context::Event;
 use crate::raw::procs::Rail;
 use crate::raw::slot::{self, Slot};
@@ -390,7 +390,7 @@ impl Engine {
         let pattern = Pattern::from_mpi(comm.context_id(), src, tag);
         let matched = self.host().state().matcher.post(pattern, raw);
         if let Some((raw, env, msg)) = matched {
-            let mut out = Vec::new();
+            let mut out = FewActions::default();
             self.deliver(raw, env, msg.delivery(), &mut out);
             self.host_act(out);
         }
@@ -447,7 +447,7 @@ impl Engine {
         let comm = message::comm(handle);
         message::release(handle);
         let raw = self.init_host_recv(comm, convertor, request);
-        let mut out = Vec::new();
+        let mut out = FewActions::default();
         self.deliver(raw, env, arrived.delivery(), &mut out);
         self.host_act(out);
         Ok(())

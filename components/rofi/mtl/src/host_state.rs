@@ -24,11 +24,45 @@ use crate::raw::procs::Rail;
 /// Untagged receive buffers kept posted.
 const BOUNCE_COUNT: u32 = 128;
 
+/// Payloads up to this many bytes wait in the queue entry itself.
+const KEPT_INLINE: usize = 48;
+
+/// The bytes of an eager message that waits for its receive: in the entry up to
+/// [`KEPT_INLINE`] bytes (collectives' and most small messages: no allocation for them),
+/// else a copy on the heap.
+#[derive(Debug)]
+pub enum Kept {
+    Inline { len: u8, bytes: [u8; KEPT_INLINE] },
+    Heap(Vec<u8>),
+}
+
+impl Kept {
+    pub fn new(payload: &[u8]) -> Kept {
+        if payload.len() <= KEPT_INLINE {
+            let mut bytes = [0; KEPT_INLINE];
+            bytes[..payload.len()].copy_from_slice(payload);
+            Kept::Inline {
+                len: payload.len() as u8,
+                bytes,
+            }
+        } else {
+            Kept::Heap(payload.to_vec())
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            Kept::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Kept::Heap(v) => v,
+        }
+    }
+}
+
 /// A message that arrived before its receive: what is kept of it.
 #[derive(Debug)]
 pub enum Arrived {
     Eager {
-        payload: Vec<u8>,
+        payload: Kept,
         sync: Option<u64>,
     },
     Rts {
@@ -42,7 +76,7 @@ pub enum Arrived {
 impl Arrived {
     pub fn len(&self) -> u64 {
         match self {
-            Arrived::Eager { payload, .. } => payload.len() as u64,
+            Arrived::Eager { payload, .. } => payload.as_slice().len() as u64,
             Arrived::Rts { len, .. } => *len,
         }
     }
@@ -68,7 +102,7 @@ impl Delivery<'_> {
     pub fn keep(self) -> Arrived {
         match self {
             Delivery::Eager { payload, sync } => Arrived::Eager {
-                payload: payload.to_vec(),
+                payload: Kept::new(payload),
                 sync,
             },
             Delivery::Rts { len, id, addr, key } => Arrived::Rts { len, id, addr, key },
@@ -79,7 +113,10 @@ impl Delivery<'_> {
 impl Arrived {
     pub fn delivery(&self) -> Delivery<'_> {
         match *self {
-            Arrived::Eager { ref payload, sync } => Delivery::Eager { payload, sync },
+            Arrived::Eager { ref payload, sync } => Delivery::Eager {
+                payload: payload.as_slice(),
+                sync,
+            },
             Arrived::Rts { len, id, addr, key } => Delivery::Rts { len, id, addr, key },
         }
     }
@@ -119,6 +156,36 @@ pub trait Actions {
 impl Actions for Vec<Action> {
     fn push(&mut self, action: Action) {
         Vec::push(self, action);
+    }
+}
+
+/// The work of one delivery (a completion, and an ACK or a read before it) without a
+/// list on the heap; a third action and any after it go to `more`.
+#[derive(Debug, Default)]
+pub struct FewActions {
+    first: [Option<Action>; 2],
+    more: Vec<Action>,
+}
+
+impl Actions for FewActions {
+    fn push(&mut self, action: Action) {
+        match self.first.iter_mut().find(|a| a.is_none()) {
+            Some(free) => *free = Some(action),
+            None => self.more.push(action),
+        }
+    }
+}
+
+impl IntoIterator for FewActions {
+    type Item = Action;
+    type IntoIter = std::iter::Chain<
+        std::iter::Flatten<std::array::IntoIter<Option<Action>, 2>>,
+        std::vec::IntoIter<Action>,
+    >;
+
+    /// In the order they were pushed.
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().flatten().chain(self.more)
     }
 }
 
@@ -252,4 +319,55 @@ pub struct PendingSend {
     /// A sent eager message (header and payload) and its context, until its completion.
     pub message: Option<Owned<(Vec<u8>, Box<OpContext>)>>,
     pub waiter: Waiter,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kept_payloads_come_back_whole_on_either_side_of_the_inline_size() {
+        for len in [0, 1, 8, KEPT_INLINE - 1, KEPT_INLINE, KEPT_INLINE + 1, 4096] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
+            let kept = Kept::new(&payload);
+            assert_eq!(matches!(kept, Kept::Inline { .. }), len <= KEPT_INLINE);
+            assert_eq!(kept.as_slice(), &payload[..]);
+            let arrived = Arrived::Eager {
+                payload: kept,
+                sync: Some(9),
+            };
+            assert_eq!(arrived.len(), len as u64);
+            let Delivery::Eager {
+                payload: back,
+                sync,
+            } = arrived.delivery()
+            else {
+                panic!("an eager message comes back eager");
+            };
+            assert_eq!((back, sync), (&payload[..], Some(9)));
+        }
+    }
+
+    #[test]
+    fn few_actions_keep_the_order_they_were_pushed_in() {
+        let status = |count| Status {
+            count,
+            ..Status::default()
+        };
+        for n in 0..5 {
+            let mut few = FewActions::default();
+            for i in 0..n {
+                few.push(Action::Complete(i, status(i * 10)));
+            }
+            let back: Vec<(usize, usize)> = few
+                .into_iter()
+                .map(|a| match a {
+                    Action::Complete(raw, st) => (raw, st.count),
+                    other => panic!("unexpected {other:?}"),
+                })
+                .collect();
+            let want: Vec<(usize, usize)> = (0..n).map(|i| (i, i * 10)).collect();
+            assert_eq!(back, want);
+        }
+    }
 }
