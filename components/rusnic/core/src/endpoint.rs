@@ -4,8 +4,10 @@
 //! with the peer id attached to every output. A glue with its own per-peer tables can
 //! skip it and drive `Connection`s directly.
 //!
-//! Timers are scanned per call (O(peers)); that is fine for the tens to hundreds of peers
-//! of one BTL module. A glue with thousands of peers would keep a timer heap instead.
+//! Timers, transmits and events are scanned per call (O(peers)): an idle pass of the
+//! four driving calls takes about 0.3 µs at 16 peers, 3 µs at 128 and 58 µs at 1024
+//! (`examples/idle_pass.rs`). A glue with hundreds of peers or more needs a set of the
+//! peers with work and a timer heap instead.
 
 use std::collections::BTreeMap;
 
