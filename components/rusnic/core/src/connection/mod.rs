@@ -104,6 +104,8 @@ pub struct Connection {
     peer_id: u64,
     /// Set once; then nothing flows.
     failed: bool,
+    /// In its [`crate::Endpoint`]'s list of connections with work (kept by the Endpoint).
+    pub(crate) listed: bool,
     /// Data segments we send carry a CRC over their payload too (else flag HDR_CRC).
     send_payload_crc: bool,
     /// Data segments from the peer must carry a CRC over their payload.
@@ -172,6 +174,7 @@ impl Connection {
             local_id: p.local_id,
             peer_id: p.peer_id,
             failed: false,
+            listed: false,
             send_payload_crc: true,
             require_payload_crc: true,
             rx_key: Key::ZERO,
@@ -413,6 +416,12 @@ impl Connection {
     /// Next event from the connection, in the order they occurred.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// Nothing to hand up and no timer, right after `poll_transmit` found nothing to send:
+    /// then only an input (a datagram, a send, a repost) can give it work again.
+    pub(crate) fn quiescent(&self) -> bool {
+        self.events.is_empty() && self.next_timeout().is_none()
     }
 
     /// The tail-loss probe timeout now (`crate::tail_probe`).
