@@ -66,7 +66,7 @@ pub fn table(samples: &[Sample], configs: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::report::LIMITS;
-    use crate::results::tests::sample;
+    use crate::results::tests::{row, sample};
 
     fn round(config: &str, test: &str, round: u32, value: f64) -> Sample {
         let mut s = sample(config, test, SIZE, "us", value);
@@ -92,12 +92,7 @@ mod tests {
             .map(|s| (*s).to_owned())
             .collect();
         let t = table(&samples, &names);
-        let line = |prefix: &str| -> String {
-            t.lines()
-                .find(|l| l.starts_with(prefix))
-                .unwrap_or_else(|| panic!("no row {prefix} in\n{t}"))
-                .to_owned()
-        };
+        let line = |prefix: &str| row(&t, prefix);
         // Round 1: 2.6 / 1.7 = 1.53; round 2: 2.0 / 1.8 = 1.11; median 1.32.
         assert!(
             line("rusnic              udp_rtt/2").contains(" 1.32  MISSED: +32 %"),

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::{Sample, median};
+use crate::results::{Sample, median, round_ratios};
 
 /// (test, size, unit, whether lower is better)
 const SHOWN: &[(&str, u64, &str, bool)] =
@@ -29,22 +29,11 @@ fn ratio(
     samples: &[Sample],
     config: &str,
     reference: &str,
-    test: &str,
-    size: u64,
-    unit: &str,
+    point: (&str, u64, &str),
 ) -> Option<f64> {
-    let of = |c: &str| -> Vec<(u32, f64)> {
-        samples
-            .iter()
-            .filter(|s| s.config == c && s.test == test && s.size == size && s.unit == unit)
-            .filter(|s| s.value.is_finite() && s.value > 0.0)
-            .map(|s| (s.round, s.value))
-            .collect()
-    };
-    let base = of(reference);
-    let mut ratios: Vec<f64> = of(config)
-        .iter()
-        .filter_map(|(r, v)| Some(v / base.iter().find(|(br, _)| br == r)?.1))
+    let mut ratios: Vec<f64> = round_ratios(samples, config, reference, point)
+        .into_iter()
+        .map(|(_, r)| r)
         .collect();
     (!ratios.is_empty()).then(|| median(&mut ratios))
 }
@@ -65,9 +54,9 @@ pub fn table(samples: &[Sample], configs: &[String]) -> String {
         let control = format!("{name}@loss0");
         let has_control = configs.contains(&control);
         for &(test, size, unit, lower_better) in SHOWN {
-            let over_plain = ratio(samples, config, name, test, size, unit);
+            let over_plain = ratio(samples, config, name, (test, size, unit));
             let over_control = has_control
-                .then(|| ratio(samples, config, &control, test, size, unit))
+                .then(|| ratio(samples, config, &control, (test, size, unit)))
                 .flatten();
             let Some(judged) = over_control.or(over_plain) else {
                 continue;
@@ -105,7 +94,7 @@ pub fn table(samples: &[Sample], configs: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::tests::sample;
+    use crate::results::tests::{row, sample};
 
     fn round(config: &str, test: &str, size: u64, round: u32, value: f64) -> Sample {
         let unit = if test == "bw" { "MB/s" } else { "us" };
@@ -133,12 +122,7 @@ mod tests {
             .map(|s| (*s).to_owned())
             .collect();
         let t = table(&samples, &names);
-        let line = |prefix: &str| -> String {
-            t.lines()
-                .find(|l| l.starts_with(prefix))
-                .unwrap_or_else(|| panic!("no row {prefix} in\n{t}"))
-                .to_owned()
-        };
+        let line = |prefix: &str| row(&t, prefix);
         // Per round over @loss0: 5600/5760 = 0.972, 5500/5700 = 0.965; over plain 0.933, 0.917.
         let bw = line("rusnic@loss1        bw 4M");
         assert!(bw.contains("0.969      0.925  met (>= 0.95)"), "{t}");

@@ -333,11 +333,12 @@ pub fn verdict(points: &[Point], ours: &str, stock: &str, counts: &[u32]) -> Str
         // of few bytes, so both are shown.
         let growth = |a: &Point, b: &Point| {
             let added = f(b).saturating_sub(f(a)) as f64;
-            let per_rank = added / f64::from(b.ranks.saturating_sub(a.ranks).max(1)) / 1024.0;
+            let per_rank = added / f64::from(b.ranks.saturating_sub(a.ranks).max(1));
             format!(
-                "x{:.1} (+{:.2} MiB, +{per_rank:.0} KiB a rank)",
+                "x{:.1} (+{}, {} a rank)",
                 f(b) as f64 / f(a).max(1) as f64,
-                added / (1024.0 * 1024.0)
+                mib(added),
+                kib(per_rank)
             )
         };
         let _ = writeln!(

@@ -111,8 +111,7 @@ pub fn median(all: &Summaries, config: &str, test: &str, size: u64, unit: &str) 
 }
 
 /// ours / stock at each round that measured both at a point, in round order (latency:
-/// below 1 is better; bandwidth: above 1). Ratios within a round share that round's
-/// machine noise, which the ratio of two medians over all rounds does not cancel.
+/// below 1 is better; bandwidth: above 1).
 pub fn round_ratios(
     samples: &[Sample],
     pair: &Pair,
@@ -120,19 +119,7 @@ pub fn round_ratios(
     size: u64,
     unit: &str,
 ) -> Vec<(u32, f64)> {
-    let of = |config: &str| -> BTreeMap<u32, f64> {
-        samples
-            .iter()
-            .filter(|s| s.config == config && s.test == test && s.size == size && s.unit == unit)
-            .filter(|s| s.value.is_finite() && s.value > 0.0)
-            .map(|s| (s.round, s.value))
-            .collect()
-    };
-    let stock = of(&pair.stock);
-    of(&pair.ours)
-        .into_iter()
-        .filter_map(|(round, ours)| Some((round, ours / stock.get(&round)?)))
-        .collect()
+    results::round_ratios(samples, &pair.ours, &pair.stock, (test, size, unit))
 }
 
 /// The median of per-round ratios (a pair's ratio at a point), if there are any.

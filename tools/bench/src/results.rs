@@ -87,6 +87,30 @@ pub fn median(values: &mut [f64]) -> f64 {
     }
 }
 
+/// `config` / `reference` at each round that measured both at a point, in round order.
+/// Ratios within a round share that round's machine noise, which the ratio of two
+/// medians over all rounds does not cancel.
+pub fn round_ratios(
+    samples: &[Sample],
+    config: &str,
+    reference: &str,
+    (test, size, unit): (&str, u64, &str),
+) -> Vec<(u32, f64)> {
+    let of = |c: &str| -> BTreeMap<u32, f64> {
+        samples
+            .iter()
+            .filter(|s| s.config == c && s.test == test && s.size == size && s.unit == unit)
+            .filter(|s| s.value.is_finite() && s.value > 0.0)
+            .map(|s| (s.round, s.value))
+            .collect()
+    };
+    let base = of(reference);
+    of(config)
+        .into_iter()
+        .filter_map(|(round, v)| Some((round, v / base.get(&round)?)))
+        .collect()
+}
+
 /// Medians (with min and max) per configuration and point.
 pub fn summarise(samples: &[Sample]) -> BTreeMap<(String, PointKey), Summary> {
     let mut groups: BTreeMap<(String, PointKey), Vec<f64>> = BTreeMap::new();
@@ -119,6 +143,15 @@ pub fn summarise(samples: &[Sample]) -> BTreeMap<(String, PointKey), Summary> {
 #[cfg(test)]
 pub mod tests {
     use super::*;
+
+    /// The line of `table` that starts with `prefix` (a test fails naming the table).
+    pub fn row(table: &str, prefix: &str) -> String {
+        table
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no row {prefix} in\n{table}"))
+            .to_owned()
+    }
 
     /// A round-1 sample, for the tests of the modules that summarise and print.
     pub fn sample(config: &str, test: &str, size: u64, unit: &str, value: f64) -> Sample {
